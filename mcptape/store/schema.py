@@ -1,0 +1,86 @@
+"""The recording tables. Alembic migrations create them; this module is their one description.
+
+Times are seconds since the Unix epoch (REAL), which both SQLite and PostgreSQL
+handle and which SQL users can turn into dates (`datetime(ts, 'unixepoch')`).
+
+A frame's exact wire bytes are ``text`` encoded as UTF-8, unless ``raw`` is set:
+``raw`` holds the bytes whenever they are not valid UTF-8 (or were cut because of
+their size), so ``raw if raw is not None else text.encode()`` gives them back.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", String(32), primary_key=True),  # uuid4 hex
+    Column("name", Text),  # user-given, e.g. the mcpServers entry name
+    Column("mode", String(16), nullable=False),  # record, proxy, call, replay, serve
+    Column("transport", String(32)),  # downstream->upstream, e.g. "stdio->stdio"
+    Column("upstream", Text),  # human description: the command line or URL
+    Column("started_at", Float, nullable=False),
+    Column("ended_at", Float),
+    Column("status", String(16), nullable=False),  # running, ok, error, interrupted
+    Column("exit_code", Integer),  # the upstream process's exit status
+    Column("error", Text),  # why it ended badly, with the last stderr lines
+    Column("protocol_version", String(32)),
+    Column("client_name", Text),
+    Column("client_version", Text),
+    Column("server_name", Text),
+    Column("server_version", Text),
+    Column("client_info", Text),  # JSON
+    Column("server_info", Text),  # JSON
+    Column("client_capabilities", Text),  # JSON
+    Column("server_capabilities", Text),  # JSON
+    Column("replay_of", String(32)),  # the session a replay re-drives
+    Column("pid", Integer),  # mcptape's process id
+    Column("mcptape_version", String(32)),
+)
+
+frames = Table(
+    "frames",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("session_id", String(32), ForeignKey("sessions.id"), nullable=False),
+    Column("seq", Integer, nullable=False),  # 1, 2, ... per session, both directions, in order seen
+    Column("ts", Float, nullable=False),
+    Column("direction", String(3), nullable=False),  # c2s, s2c
+    Column("origin", String(8), nullable=False),  # client, server, proxy
+    Column("kind", String(16), nullable=False),  # request notification response error batch malformed
+    Column("method", Text),
+    Column("rpc_id", Text),  # the id as compact JSON: 1 and "1" stay distinct
+    Column("size", Integer, nullable=False),  # bytes on the wire
+    Column("text", Text, nullable=False),
+    Column("raw", LargeBinary),  # exact bytes when text cannot hold them
+    Column("meta", Text),  # JSON: transport metadata
+    Index("ix_frames_session_seq", "session_id", "seq", unique=True),
+    Index("ix_frames_session_rpc", "session_id", "rpc_id", "direction"),
+    Index("ix_frames_method", "method"),
+)
+
+events = Table(
+    "events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("session_id", String(32), ForeignKey("sessions.id"), nullable=False),
+    Column("ts", Float, nullable=False),
+    Column("kind", String(32), nullable=False),  # stderr, process_start, process_exit, error, signal
+    Column("text", Text),
+    Column("data", Text),  # JSON
+    Index("ix_events_session", "session_id", "id"),
+)
