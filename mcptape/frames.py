@@ -7,6 +7,7 @@ cached; a line that is not JSON, or JSON that is not a JSON-RPC message, is
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -49,7 +50,10 @@ class Classification:
 
 def encode_id(value: Any) -> str:
     """The canonical text of a JSON-RPC id, used to correlate requests and responses."""
-    return orjson.dumps(value).decode()
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:  # integers beyond 64 bits
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def classify_message(msg: Any) -> Classification:
@@ -75,10 +79,19 @@ def classify_message(msg: Any) -> Classification:
 
 
 def parse(data: bytes) -> Any:
-    """Parse JSON bytes; returns the module-private sentinel on failure (see :func:`classify`)."""
+    """Parse JSON bytes; returns the module-private sentinel on failure (see :func:`classify`).
+
+    orjson refuses integers beyond 64 bits and numbers beyond double range, which are
+    valid JSON; the standard library parses those, so a frame is not called malformed
+    for carrying one.
+    """
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError):
         return _UNPARSED
 
 
@@ -151,4 +164,8 @@ def error_response(rpc_id_json: str, code: int, message: str, data: Any = None) 
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    return orjson.dumps({"jsonrpc": "2.0", "id": orjson.loads(rpc_id_json), "error": error})
+    body = {"jsonrpc": "2.0", "id": json.loads(rpc_id_json), "error": error}
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # an id beyond 64 bits
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()

@@ -1,0 +1,87 @@
+"""Test helper: drive a real `mcptape record` process over pipes and read back its database."""
+
+from __future__ import annotations
+
+import os
+import queue
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import MCPTAPE, ROOT
+
+RAW_ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "raw_echo.py")]
+
+
+class Recording:
+    """A running `mcptape record --db DB -- SERVER...` with its stdout lines in a queue."""
+
+    def __init__(self, db: Path, server: list[str], *extra: str, env: dict[str, str] | None = None) -> None:
+        self.db = db
+        self.proc = subprocess.Popen(
+            [*MCPTAPE, "record", "--db", str(db), *extra, "--", *server],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env or dict(os.environ),
+        )
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.stderr = bytearray()
+        self._threads = [
+            threading.Thread(target=self._read_stdout, daemon=True),
+            threading.Thread(target=self._read_stderr, daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _read_stdout(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        while chunk := self.proc.stderr.read1(65536):  # type: ignore[attr-defined]
+            self.stderr += chunk
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def recv(self, timeout: float = 20) -> bytes | None:
+        """The next line from mcptape's stdout (with its newline), None at EOF."""
+        return self.lines.get(timeout=timeout)
+
+    def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+
+    def wait(self, timeout: float = 30) -> int:
+        rc = self.proc.wait(timeout)
+        for t in self._threads:
+            t.join(5)
+        return rc
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Run a query on the recording database with the stdlib sqlite3 module."""
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def frame_bytes(row_text: str, row_raw: bytes | None) -> bytes:
+    """A frame's exact wire bytes from its `text` and `raw` columns."""
+    return row_raw if row_raw is not None else row_text.encode()
