@@ -1,0 +1,288 @@
+"""mcpServers config files and the upstream registry.
+
+Desktop clients (Claude Desktop, Cursor, Windsurf, ...) name their MCP servers in a
+JSON file of this shape::
+
+    {"mcpServers": {
+        "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"],
+                  "env": {"DEBUG": "1"}, "cwd": "/home/me"},
+        "remote": {"url": "https://mcp.example.com/mcp", "type": "http", "headers": {"X-Team": "a"}}}}
+
+``load_config`` turns such a file into ``UpstreamSpec`` values; ``resolve_upstream``
+looks a name up in it and, failing that, among the servers built into mcptape.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Transport = Literal["stdio", "http", "sse"]
+
+# The "type" values clients write for remote entries, and the transport each means.
+REMOTE_TYPES: dict[str, Transport] = {"http": "http", "streamable-http": "http", "sse": "sse"}
+
+
+class ConfigError(Exception):
+    """A config file or an upstream name the user must fix; the message is one line."""
+
+
+@dataclass(frozen=True)
+class UpstreamSpec:
+    """How to reach one MCP server: a command to spawn (stdio) or a URL (http, sse)."""
+
+    name: str
+    transport: Transport
+    command: list[str] | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+
+    def describe(self) -> str:
+        """One line for people: the shell-quoted command line, or the URL."""
+        if self.command is not None:
+            return shlex.join(self.command)
+        return self.url or ""
+
+
+def builtin_upstreams() -> dict[str, UpstreamSpec]:
+    """The servers shipped with mcptape, run with the interpreter mcptape itself runs on."""
+    return {
+        "debug-script": UpstreamSpec(
+            name="debug-script",
+            transport="stdio",
+            command=[sys.executable, "-m", "mcptape.servers.debug_script"],
+        ),
+        "demo": UpstreamSpec(
+            name="demo",
+            transport="stdio",
+            command=[sys.executable, "-m", "mcptape.servers.demo"],
+        ),
+    }
+
+
+def read_config_document(path: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
+    """Read an mcpServers config file: its text and the parsed document.
+
+    Raises ConfigError when the file is missing or unreadable, is not valid JSON
+    (the message gives line and column), or has no ``mcpServers`` object.
+    """
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"config file {file} does not exist; pass the path of an mcpServers JSON file"
+        ) from None
+    except IsADirectoryError:
+        raise ConfigError(
+            f"config file {file} is a directory; pass the path of an mcpServers JSON file"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {file}: {exc}") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{file}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg}); fix the file and try again"
+        ) from None
+    if not isinstance(document, dict) or "mcpServers" not in document:
+        raise ConfigError(
+            f'{file} has no top-level "mcpServers" object; expected {{"mcpServers": {{"name": {{"command": ...}}}}}}'
+        )
+    if not isinstance(document["mcpServers"], dict):
+        raise ConfigError(f'{file}: "mcpServers" must be an object mapping server names to entries')
+    return text, document
+
+
+def load_config(path: str | os.PathLike[str]) -> dict[str, UpstreamSpec]:
+    """The upstreams named in an mcpServers config file, in file order.
+
+    Raises ConfigError (one line) for a missing file, invalid JSON, no ``mcpServers``,
+    or an entry that is malformed or has neither ``command`` nor ``url``.
+    """
+    _, document = read_config_document(path)
+    return {
+        name: parse_entry(name, entry, source=str(path)) for name, entry in document["mcpServers"].items()
+    }
+
+
+def parse_entry(name: str, entry: Any, source: str = "config") -> UpstreamSpec:
+    """One mcpServers entry as an UpstreamSpec; ``source`` names the file in error messages."""
+    where = f"{source}: server {name!r}"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where} must be an object with a command or a url")
+    command = entry.get("command")
+    # Windsurf spells the remote address "serverUrl".
+    url = entry.get("url", entry.get("serverUrl"))
+    if command is not None and url is not None:
+        raise ConfigError(f"{where} has both a command and a url; keep the one that starts the server")
+    if command is not None:
+        if not isinstance(command, str) or not command:
+            raise ConfigError(f"{where}: command must be a non-empty string, got {command!r}")
+        args = _string_list(entry.get("args", []), f"{where}: args")
+        return UpstreamSpec(
+            name=name,
+            transport="stdio",
+            command=[command, *args],
+            env=_string_map(entry.get("env"), f"{where}: env"),
+            cwd=_optional_string(entry.get("cwd"), f"{where}: cwd"),
+        )
+    if url is not None:
+        if not isinstance(url, str) or not url:
+            raise ConfigError(f"{where}: url must be a non-empty string, got {url!r}")
+        kind = entry.get("type", entry.get("transport", "http"))
+        if kind not in REMOTE_TYPES:
+            expected = ", ".join(repr(known) for known in REMOTE_TYPES)
+            raise ConfigError(f"{where}: unknown type {kind!r} for a url entry; expected one of {expected}")
+        return UpstreamSpec(
+            name=name,
+            transport=REMOTE_TYPES[kind],
+            url=url,
+            headers=_string_map(entry.get("headers"), f"{where}: headers"),
+        )
+    raise ConfigError(f'{where} has neither "command" (a program to run) nor "url" (a remote server)')
+
+
+def resolve_upstream(name: str, config_path: str | os.PathLike[str] | None = None) -> UpstreamSpec:
+    """The upstream called ``name``: from the config file if given (it wins), else a built-in one.
+
+    Raises ConfigError listing the known names when there is no such upstream.
+    """
+    known = known_upstreams(config_path)
+    if name in known:
+        return known[name]
+    where = f" (from {config_path} and the built-ins)" if config_path is not None else " (built-ins)"
+    raise ConfigError(f"unknown upstream {name!r}; known names{where}: {', '.join(known)}")
+
+
+def known_upstreams(config_path: str | os.PathLike[str] | None = None) -> dict[str, UpstreamSpec]:
+    """Every upstream a name can refer to: the config file's entries first, then the built-ins."""
+    configured = load_config(config_path) if config_path is not None else {}
+    builtins = {name: spec for name, spec in builtin_upstreams().items() if name not in configured}
+    return {**configured, **builtins}
+
+
+def default_client_config_path(
+    platform: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    home: Path | None = None,
+) -> Path:
+    """Where Claude Desktop keeps its config file on this machine (it may not exist yet).
+
+    macOS: ``~/Library/Application Support/Claude/claude_desktop_config.json``;
+    Windows: ``%APPDATA%\\Claude\\claude_desktop_config.json``; elsewhere
+    ``$XDG_CONFIG_HOME/Claude/claude_desktop_config.json`` (``~/.config`` by default).
+    The arguments exist for tests; by default they describe the running system.
+    """
+    platform = sys.platform if platform is None else platform
+    environ = os.environ if environ is None else environ
+    home = Path.home() if home is None else home
+    if platform == "darwin":
+        base = home / "Library" / "Application Support"
+    elif platform.startswith("win"):
+        appdata = environ.get("APPDATA")
+        base = Path(appdata) if appdata else home / "AppData" / "Roaming"
+    else:
+        xdg = environ.get("XDG_CONFIG_HOME")
+        # The XDG spec says a relative value is invalid and must be ignored.
+        base = Path(xdg) if xdg and os.path.isabs(xdg) else home / ".config"
+    return base / "Claude" / "claude_desktop_config.json"
+
+
+def render_config(document: dict[str, Any], original_text: str, changed: set[str]) -> str:
+    """JSON text for ``document``, rewriting only the ``changed`` mcpServers entries of the original.
+
+    Everything else keeps its bytes, so the user's formatting survives and a diff shows
+    only what changed. A file this cannot edit in place is re-rendered as a whole.
+    """
+    spliced = _splice_entries(document, original_text, changed)
+    if spliced is not None and json.loads(spliced) == document:
+        return spliced
+    text = json.dumps(document, indent=_indent_unit(original_text), ensure_ascii=False)
+    if original_text.endswith("\n") or not original_text:
+        text += "\n"
+    return text.replace("\n", "\r\n") if "\r\n" in original_text else text
+
+
+def _indent_unit(text: str) -> str:
+    found = re.search(r"\n([ \t]+)\S", text)
+    return found.group(1) if found else "  "
+
+
+def _splice_entries(document: dict[str, Any], text: str, changed: set[str]) -> str | None:
+    top = _member_spans(text, 0)
+    servers = top.get("mcpServers") if top else None
+    entries = _member_spans(text, servers[0]) if servers else None
+    if entries is None or not changed <= entries.keys():
+        return None
+    unit, newline = _indent_unit(text), "\r\n" if "\r\n" in text else "\n"
+    # From the end backwards, so the spans still to be replaced keep their offsets.
+    for name in sorted(changed, key=lambda n: entries[n][0], reverse=True):
+        start, end = entries[name]
+        line_start = text.rfind("\n", 0, start) + 1
+        margin = re.match(r"[ \t]*", text[line_start:]).group(0)  # type: ignore[union-attr]
+        rendered = json.dumps(document["mcpServers"][name], indent=unit, ensure_ascii=False)
+        text = text[:start] + rendered.replace("\n", newline + margin) + text[end:]
+    return text
+
+
+def _member_spans(text: str, start: int) -> dict[str, tuple[int, int]] | None:
+    """Where each member's value lies in the JSON object starting at ``start``; None if unusual."""
+    decoder, space = json.JSONDecoder(), re.compile(r"[ \t\n\r]*")
+    spans: dict[str, tuple[int, int]] = {}
+
+    def skip(i: int) -> int:
+        return space.match(text, i).end()  # type: ignore[union-attr]
+
+    try:
+        i = skip(start)
+        if text[i : i + 1] != "{":
+            return None
+        i = skip(i + 1)
+        if text[i : i + 1] == "}":
+            return spans
+        while True:
+            key, i = decoder.raw_decode(text, i)
+            i = skip(i)
+            if not isinstance(key, str) or key in spans or text[i : i + 1] != ":":
+                return None
+            value_start = skip(i + 1)
+            _, i = decoder.raw_decode(text, value_start)
+            spans[key] = (value_start, i)
+            i = skip(i)
+            if text[i : i + 1] == "}":
+                return spans
+            if text[i : i + 1] != ",":
+                return None
+            i = skip(i + 1)
+    except json.JSONDecodeError:
+        return None
+
+
+def _string_list(value: Any, what: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{what} must be a list of strings, got {value!r}")
+    return list(value)
+
+
+def _string_map(value: Any, what: str) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{what} must be an object of string values, got {value!r}")
+    return dict(value)
+
+
+def _optional_string(value: Any, what: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{what} must be a string, got {value!r}")
+    return value

@@ -1,0 +1,188 @@
+"""mcpServers config files and the upstream registry (mcptape.config)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcptape.config import (
+    ConfigError,
+    UpstreamSpec,
+    builtin_upstreams,
+    default_client_config_path,
+    known_upstreams,
+    load_config,
+    parse_entry,
+    render_config,
+    resolve_upstream,
+)
+from tests.conftest import ROOT
+
+CONFIGS = ROOT / "tests" / "data" / "configs"
+CLAUDE = CONFIGS / "claude_desktop_config.json"
+
+
+def write_config(tmp_path: Path, servers: object) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    return path
+
+
+def test_load_config_gives_every_entry_in_file_order() -> None:
+    specs = load_config(CLAUDE)
+    assert list(specs) == ["filesystem", "git", "notes", "weather-local", "linear", "legacy-sse"]
+    assert specs["filesystem"] == UpstreamSpec(
+        name="filesystem",
+        transport="stdio",
+        command=[
+            "npx",
+            "-y",
+            "@modelcontextprotocol/server-filesystem",
+            "/Users/alice/Desktop",
+            "/Users/alice/Downloads",
+        ],
+    )
+
+
+def test_stdio_entry_keeps_env_and_cwd() -> None:
+    notes = load_config(CLAUDE)["notes"]
+    assert notes.command == ["node", "build/index.js", "--vault", "Personal Notes"]
+    assert notes.env == {"NOTES_API_KEY": "sk-test-0000", "LOG_LEVEL": "debug"}
+    assert notes.cwd == "/Users/alice/src/notes-mcp"
+
+
+def test_entry_without_args_runs_the_bare_command() -> None:
+    assert load_config(CLAUDE)["weather-local"].command == ["/Users/alice/bin/weather-mcp"]
+
+
+def test_remote_entries_map_their_type_to_a_transport() -> None:
+    specs = load_config(CLAUDE)
+    assert specs["linear"].transport == "http"
+    assert specs["linear"].headers == {"Authorization": "Bearer lin_api_0000"}
+    assert specs["legacy-sse"].transport == "sse"
+    assert parse_entry("a", {"url": "https://x/mcp"}).transport == "http"
+    assert parse_entry("b", {"url": "https://x/mcp", "type": "streamable-http"}).transport == "http"
+    assert parse_entry("c", {"serverUrl": "https://x/sse", "type": "sse"}).url == "https://x/sse"
+
+
+def test_describe_shell_quotes_the_command_or_gives_the_url() -> None:
+    specs = load_config(CLAUDE)
+    described = specs["git"].describe()
+    assert described == "uvx mcp-server-git --repository '/Users/alice/src/my project'"
+    assert shlex.split(described) == specs["git"].command
+    assert specs["linear"].describe() == "https://mcp.linear.app/mcp"
+
+
+def test_missing_file_is_a_one_line_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist") as caught:
+        load_config(tmp_path / "nope.json")
+    assert "\n" not in str(caught.value)
+
+
+def test_invalid_json_error_gives_line_and_column() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(CONFIGS / "invalid_json.json")
+    message = str(caught.value)
+    assert f"{CONFIGS / 'invalid_json.json'}:5:1: invalid JSON" in message
+    assert "\n" not in message
+
+
+def test_config_without_mcpservers_is_rejected() -> None:
+    with pytest.raises(ConfigError, match='no top-level "mcpServers"'):
+        load_config(CONFIGS / "no_mcpservers.json")
+
+
+def test_entry_with_neither_command_nor_url_is_rejected() -> None:
+    with pytest.raises(ConfigError, match=r"server 'broken' has neither \"command\".*nor \"url\""):
+        load_config(CONFIGS / "entry_without_command.json")
+
+
+@pytest.mark.parametrize(
+    ("entry", "complaint"),
+    [
+        ("npx", "must be an object"),
+        ({"command": "npx", "args": "-y server"}, "args must be a list of strings"),
+        ({"command": "npx", "env": {"PORT": 8080}}, "env must be an object of string values"),
+        ({"command": "npx", "url": "https://x"}, "both a command and a url"),
+        ({"url": "wss://x", "type": "websocket"}, "unknown type 'websocket'"),
+        ({"command": ""}, "command must be a non-empty string"),
+    ],
+)
+def test_malformed_entries_are_rejected_with_the_reason(entry: object, complaint: str) -> None:
+    with pytest.raises(ConfigError, match=complaint):
+        parse_entry("x", entry)
+
+
+def test_builtin_upstreams_run_with_this_interpreter() -> None:
+    builtins = builtin_upstreams()
+    assert builtins["demo"].command == [sys.executable, "-m", "mcptape.servers.demo"]
+    assert builtins["debug-script"].command == [sys.executable, "-m", "mcptape.servers.debug_script"]
+    assert resolve_upstream("demo") == builtins["demo"]
+
+
+def test_config_entry_takes_precedence_over_a_builtin(tmp_path: Path) -> None:
+    path = write_config(tmp_path, {"demo": {"command": "my-demo"}, "other": {"url": "https://x/mcp"}})
+    assert resolve_upstream("demo", path).command == ["my-demo"]
+    assert list(known_upstreams(path)) == ["demo", "other", "debug-script"]
+    assert resolve_upstream("debug-script", path) == builtin_upstreams()["debug-script"]
+
+
+def test_unknown_upstream_error_lists_the_known_names(tmp_path: Path) -> None:
+    path = write_config(tmp_path, {"files": {"command": "npx"}})
+    with pytest.raises(ConfigError, match=r"unknown upstream 'filez'.*: files, debug-script, demo$"):
+        resolve_upstream("filez", path)
+    with pytest.raises(ConfigError, match=r"\(built-ins\): debug-script, demo$"):
+        resolve_upstream("filez")
+
+
+def test_default_client_config_path_follows_each_platform() -> None:
+    home = Path("/home/alice")
+    claude = Path("Claude") / "claude_desktop_config.json"
+    mac = default_client_config_path("darwin", {}, home)
+    assert mac == home / "Library" / "Application Support" / claude
+    appdata = "/mnt/c/Users/alice/AppData/Roaming"
+    assert default_client_config_path("win32", {"APPDATA": appdata}, home) == Path(appdata) / claude
+    assert default_client_config_path("win32", {}, home) == home / "AppData" / "Roaming" / claude
+    assert default_client_config_path("linux", {}, home) == home / ".config" / claude
+    xdg = {"XDG_CONFIG_HOME": "/srv/conf"}
+    assert default_client_config_path("linux", xdg, home) == Path("/srv/conf") / claude
+    # A relative XDG_CONFIG_HOME is invalid by the XDG spec and ignored.
+    assert default_client_config_path("linux", {"XDG_CONFIG_HOME": "conf"}, home) == home / ".config" / claude
+
+
+def test_render_config_rewrites_only_the_changed_entries() -> None:
+    original = CLAUDE.read_text(encoding="utf-8")
+    document = json.loads(original)
+    document["mcpServers"]["git"] = {"command": "git-mcp"}
+    text = render_config(document, original, {"git"})
+    assert json.loads(text) == document
+    old_entry = (
+        '{\n      "command": "uvx",\n'
+        '      "args": ["mcp-server-git", "--repository", "/Users/alice/src/my project"]\n    }'
+    )
+    assert old_entry in original
+    # Everything else, one-line args of the neighbours included, keeps its bytes.
+    assert text == original.replace(old_entry, '{\n      "command": "git-mcp"\n    }')
+
+
+def test_render_config_keeps_crlf_line_endings_and_tabs() -> None:
+    original = '{\r\n\t"mcpServers": {\r\n\t\t"a": {"command": "x"}\r\n\t}\r\n}\r\n'
+    document = {"mcpServers": {"a": {"command": "y", "args": ["1"]}}}
+    text = render_config(document, original, {"a"})
+    assert json.loads(text) == document
+    assert "\n" not in text.replace("\r\n", "")
+    assert '\r\n\t\t\t"command": "y",\r\n' in text
+    assert text.endswith("}\r\n")
+
+
+def test_render_config_re_renders_a_file_it_cannot_edit_in_place() -> None:
+    # Duplicate keys: the parsed document keeps the last one, so splicing is refused.
+    original = '{"mcpServers": {"a": {"command": "x"}, "a": {"command": "z"}}}'
+    document = {"mcpServers": {"a": {"command": "y"}}}
+    text = render_config(document, original, {"a"})
+    assert json.loads(text) == document
+    assert text == '{\n  "mcpServers": {\n    "a": {\n      "command": "y"\n    }\n  }\n}'

@@ -1,0 +1,306 @@
+"""`mcptape wrap` / `mcptape unwrap`: rewriting a desktop client's mcpServers config."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcptape.cli.wrap import mcptape_launcher, unwrap_servers, wrap_servers, wrapped_split
+from tests.conftest import MCPTAPE, ROOT
+
+CLAUDE = ROOT / "tests" / "data" / "configs" / "claude_desktop_config.json"
+LAUNCHER = ["/opt/mcptape/bin/mcptape"]
+STDIO_ENTRIES = ["filesystem", "git", "notes", "weather-local"]
+REMOTE_ENTRIES = ["linear", "legacy-sse"]
+
+
+def original() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(CLAUDE.read_text(encoding="utf-8"))
+    return document
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    """A copy of the Claude Desktop config, readable by its owner only (it holds API keys)."""
+    path = tmp_path / "claude_desktop_config.json"
+    shutil.copyfile(CLAUDE, path)
+    path.chmod(0o600)
+    return path
+
+
+def mcptape(*args: str | Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MCPTAPE, *map(str, args)], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+
+
+def load(path: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
+
+
+def test_wrap_runs_each_stdio_entry_through_record_keeping_other_keys_in_order() -> None:
+    wrapped, outcomes = wrap_servers(original(), LAUNCHER, None)
+    notes = wrapped["mcpServers"]["notes"]
+    assert notes == {
+        "command": "/opt/mcptape/bin/mcptape",
+        "args": ["record", "--name", "notes", "--", "node", "build/index.js", "--vault", "Personal Notes"],
+        "env": {"NOTES_API_KEY": "sk-test-0000", "LOG_LEVEL": "debug"},
+        "cwd": "/Users/alice/src/notes-mcp",
+        "disabled": False,
+    }
+    assert list(notes) == ["command", "args", "env", "cwd", "disabled"]
+    assert list(wrapped) == ["globalShortcut", "mcpServers", "preferences"]
+    assert wrapped["preferences"] == original()["preferences"]
+    assert [o.name for o in outcomes if o.action == "wrapped"] == STDIO_ENTRIES
+
+
+def test_wrap_adds_args_to_an_entry_that_had_none() -> None:
+    wrapped, _ = wrap_servers(original(), LAUNCHER, None)
+    assert wrapped["mcpServers"]["weather-local"] == {
+        "command": "/opt/mcptape/bin/mcptape",
+        "args": ["record", "--name", "weather-local", "--", "/Users/alice/bin/weather-mcp"],
+    }
+
+
+def test_wrap_with_a_python_launcher_and_a_database() -> None:
+    launcher = [sys.executable, "-m", "mcptape"]
+    wrapped, _ = wrap_servers(original(), launcher, "/data/rec.db", frozenset({"git"}))
+    assert wrapped["mcpServers"]["git"]["command"] == sys.executable
+    assert wrapped["mcpServers"]["git"]["args"] == [
+        "-m", "mcptape", "record", "--name", "git", "--db", "/data/rec.db", "--",
+        "uvx", "mcp-server-git", "--repository", "/Users/alice/src/my project",
+    ]  # fmt: skip
+    assert wrapped["mcpServers"]["filesystem"] == original()["mcpServers"]["filesystem"]
+
+
+def test_wrap_leaves_remote_entries_alone_and_says_so() -> None:
+    wrapped, outcomes = wrap_servers(original(), LAUNCHER, None)
+    for name in REMOTE_ENTRIES:
+        assert wrapped["mcpServers"][name] == original()["mcpServers"][name]
+    remote = [o for o in outcomes if o.name in REMOTE_ENTRIES]
+    assert [o.action for o in remote] == ["left alone", "left alone"]
+    assert "mcptape proxy" in remote[0].detail
+
+
+def test_wrapping_twice_changes_nothing() -> None:
+    once, _ = wrap_servers(original(), LAUNCHER, None)
+    twice, outcomes = wrap_servers(once, ["/elsewhere/mcptape"], "/other.db")
+    assert twice == once
+    assert {o.action for o in outcomes} == {"already wrapped", "left alone"}
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"command": "/opt/bin/mcptape", "args": ["record", "--name", "x", "--", "npx", "-y", "srv"]},
+        {"command": "mcptape", "args": ["record", "--", "npx", "-y", "srv"]},
+        {
+            "command": "/usr/bin/python3",
+            "args": ["-m", "mcptape", "record", "--db", "a.db", "--", "npx", "-y", "srv"],
+        },
+        {"command": "uvx", "args": ["mcptape", "record", "--", "npx", "-y", "srv"]},
+        {"command": "C:\\Tools\\mcptape.EXE", "args": ["record", "--", "npx", "-y", "srv"]},
+    ],
+)
+def test_wrapped_entries_are_recognised_in_every_launcher_form(entry: dict[str, Any]) -> None:
+    split = wrapped_split(entry)
+    assert split is not None
+    assert split[1] == ["npx", "-y", "srv"]
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"command": "npx", "args": ["-y", "srv"]},
+        {"command": "mcptape", "args": ["sessions"]},
+        {"command": "mcptape-helper", "args": ["record", "--", "x"]},
+        {"url": "https://x/mcp"},
+    ],
+)
+def test_other_entries_are_not_taken_for_wrapped_ones(entry: dict[str, Any]) -> None:
+    assert wrapped_split(entry) is None
+
+
+def test_unwrap_gives_back_the_original_document() -> None:
+    wrapped, _ = wrap_servers(original(), LAUNCHER, "/data/rec.db")
+    restored, outcomes = unwrap_servers(wrapped)
+    assert restored == original()
+    assert json.dumps(restored) == json.dumps(original())  # key order too
+    assert [o.name for o in outcomes if o.action == "unwrapped"] == STDIO_ENTRIES
+
+
+def test_unwrap_keeps_edits_made_since_wrapping() -> None:
+    wrapped, _ = wrap_servers(original(), LAUNCHER, None)
+    wrapped["mcpServers"]["notes"]["env"]["LOG_LEVEL"] = "warn"
+    wrapped["mcpServers"]["git"]["args"].append("--verbose")
+    wrapped["mcpServers"]["added-later"] = {"command": "deno", "args": ["run", "server.ts"]}
+    restored, _ = unwrap_servers(wrapped)
+    assert restored["mcpServers"]["notes"]["env"]["LOG_LEVEL"] == "warn"
+    assert restored["mcpServers"]["git"]["args"][-1] == "--verbose"
+    assert restored["mcpServers"]["added-later"] == {"command": "deno", "args": ["run", "server.ts"]}
+
+
+def test_wrap_then_unwrap_on_a_copy_gives_the_same_json(config: Path, tmp_path: Path) -> None:
+    wrapped = mcptape("wrap", config, "--db", tmp_path / "rec.db")
+    assert wrapped.returncode == 0, wrapped.stderr
+    assert "wrapped" in wrapped.stdout and "filesystem" in wrapped.stdout
+    assert load(config)["mcpServers"]["git"]["args"][:5] == [
+        "record",
+        "--name",
+        "git",
+        "--db",
+        str(tmp_path / "rec.db"),
+    ]
+    unwrapped = mcptape("unwrap", config)
+    assert unwrapped.returncode == 0, unwrapped.stderr
+    assert load(config) == original()
+
+
+def test_wrap_backs_up_the_original_once(config: Path) -> None:
+    backup = config.with_name(config.name + ".mcptape-backup")
+    assert mcptape("wrap", config, "--only", "git").returncode == 0
+    assert backup.read_bytes() == CLAUDE.read_bytes()
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+    # A second wrap finds the file partly wrapped: the backup must still hold the original.
+    second = mcptape("wrap", config)
+    assert second.returncode == 0, second.stderr
+    assert "Kept the existing backup" in second.stdout
+    assert backup.read_bytes() == CLAUDE.read_bytes()
+
+
+def test_only_takes_repeated_or_comma_separated_names(config: Path) -> None:
+    assert mcptape("wrap", config, "--only", "git,notes", "--only", "filesystem").returncode == 0
+    servers = load(config)["mcpServers"]
+    assert [name for name in servers if wrapped_split(servers[name])] == ["filesystem", "git", "notes"]
+    assert mcptape("unwrap", config, "--only", "notes").returncode == 0
+    servers = load(config)["mcpServers"]
+    assert [name for name in servers if wrapped_split(servers[name])] == ["filesystem", "git"]
+
+
+def test_wrap_writes_in_place_keeping_mode_and_untouched_text(config: Path) -> None:
+    assert mcptape("wrap", config, "--only", "filesystem").returncode == 0
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+    text = config.read_text(encoding="utf-8")
+    assert '"args": ["build/index.js", "--vault", "Personal Notes"],' in text
+    assert [p.name for p in config.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_wrap_of_a_symlinked_config_replaces_the_target_and_keeps_the_link(
+    config: Path, tmp_path: Path
+) -> None:
+    link = tmp_path / "link.json"
+    link.symlink_to(config)
+    assert mcptape("wrap", link).returncode == 0
+    assert link.is_symlink()
+    assert wrapped_split(load(config)["mcpServers"]["git"]) is not None
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(config: Path) -> None:
+    result = mcptape("wrap", config, "--dry-run", "--only", "git")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"--- {config}\n+++ {config}\n@@ ")
+    assert '-      "command": "uvx",\n' in result.stdout
+    assert '+        "record",\n' in result.stdout
+    assert "Dry run: nothing written." in result.stderr
+    assert config.read_bytes() == CLAUDE.read_bytes()
+    assert not config.with_name(config.name + ".mcptape-backup").exists()
+
+
+def test_unwrap_dry_run_shows_the_restoring_diff(config: Path) -> None:
+    assert mcptape("wrap", config).returncode == 0
+    wrapped_text = config.read_text(encoding="utf-8")
+    result = mcptape("unwrap", config, "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert '+      "command": "npx",\n' in result.stdout
+    assert config.read_text(encoding="utf-8") == wrapped_text
+
+
+def test_relative_database_path_is_made_absolute(config: Path, tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*MCPTAPE, "wrap", str(config), "--db", "rec.db", "--only", "git"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert load(config)["mcpServers"]["git"]["args"][4] == str(tmp_path / "rec.db")
+
+
+def test_wrap_without_config_uses_the_claude_desktop_file(tmp_path: Path) -> None:
+    claude_dir = tmp_path / "xdg" / "Claude"
+    claude_dir.mkdir(parents=True)
+    shutil.copyfile(CLAUDE, claude_dir / "claude_desktop_config.json")
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "HOME": str(tmp_path)}
+    env.pop("MCPTAPE_DB", None)
+    result = mcptape("wrap", "--only", "notes", env=env)
+    assert result.returncode == 0, result.stderr
+    assert wrapped_split(load(claude_dir / "claude_desktop_config.json")["mcpServers"]["notes"]) is not None
+    missing = mcptape("wrap", env={**env, "XDG_CONFIG_HOME": str(tmp_path / "none")})
+    assert missing.returncode == 2
+    assert "the Claude Desktop default; pass CONFIG" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "make", "complaint"),
+    [
+        ("wrap", None, "does not exist"),
+        ("unwrap", "invalid_json.json", ":5:1: invalid JSON"),
+        ("wrap", "no_mcpservers.json", 'no top-level "mcpServers"'),
+        ("wrap", "claude_desktop_config.json --only nope", "no server named 'nope' in the config"),
+    ],
+)
+def test_user_errors_are_one_line_with_exit_status_2(
+    tmp_path: Path, command: str, make: str | None, complaint: str
+) -> None:
+    args: list[str | Path] = [tmp_path / "missing.json"]
+    if make is not None:
+        name, *rest = make.split()
+        args = [CLAUDE.parent / name, *rest]
+    result = mcptape(command, *args)
+    assert result.returncode == 2
+    assert result.stderr.startswith("mcptape: error: ")
+    assert complaint in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_launcher_is_an_absolute_command_that_runs_without_path() -> None:
+    launcher = mcptape_launcher()
+    assert os.path.isabs(launcher[0])
+    result = subprocess.run(
+        [*launcher, "--version"],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/nonexistent"},
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "mcptape" in result.stdout
+
+
+def test_wrapped_demo_entry_starts_the_server_through_the_recorder(tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    path = tmp_path / "config.json"
+    entry = {"command": sys.executable, "args": ["-m", "mcptape.servers.demo"], "cwd": str(tmp_path)}
+    path.write_text(json.dumps({"mcpServers": {"demo": entry}}), encoding="utf-8")
+    db = tmp_path / "rec.db"
+    assert mcptape("wrap", path, "--db", db).returncode == 0
+    wrapped = load(path)["mcpServers"]["demo"]
+    assert wrapped_split(wrapped) is not None
+
+    async def list_tools() -> list[str]:
+        params = StdioServerParameters(command=wrapped["command"], args=wrapped["args"], cwd=wrapped["cwd"])
+        async with Client(params) as client:
+            return [tool.name for tool in (await client.list_tools()).tools]
+
+    assert anyio.run(list_tools) == ["add", "echo", "weather", "countdown", "fail"]
+    assert db.exists()
