@@ -28,6 +28,5 @@ def db_option(func: F) -> F:
         envvar="MCPTAPE_DB",
         show_envvar=True,
         default=None,
-        help="Recording database: a file path or a SQLAlchemy URL "
-        "(default: the per-user data directory).",
+        help="Recording database: a file path or a SQLAlchemy URL (default: the per-user data directory).",
     )(func)

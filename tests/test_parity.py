@@ -1,0 +1,155 @@
+"""Parity: the same client scenario, run directly and through `mcptape record`, gives the same results.
+
+The client is the real `mcp` SDK client; the servers are the built-in demo server and
+the reference TypeScript server `@modelcontextprotocol/server-everything` from npm
+(installed into tests/npm by scripts/test). Afterwards the database must hold the
+whole conversation, correlated by the views.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.conftest import MCPTAPE, everything_server_cmd
+
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+
+def through_record(server: list[str], db: Path, name: str) -> StdioServerParameters:
+    argv = [*MCPTAPE, "record", "--db", str(db), "--name", name, "--", *server]
+    return StdioServerParameters(command=argv[0], args=argv[1:])
+
+
+def direct(server: list[str]) -> StdioServerParameters:
+    return StdioServerParameters(command=server[0], args=server[1:])
+
+
+def dump(result: Any) -> Any:
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+async def _sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text="canned hello"), model="test-model"
+    )
+
+
+async def _elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="decline")
+
+
+async def _roots(context: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/project", name="project")])
+
+
+def run_everything_scenario(params: StdioServerParameters) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with Client(
+            params,
+            mode="legacy",
+            sampling_callback=_sampling,
+            elicitation_callback=_elicitation,
+            list_roots_callback=_roots,
+        ) as client:
+            tools = await client.list_tools()
+            out["tools"] = sorted(t.name for t in tools.tools)
+            out["echo"] = dump(await client.call_tool("echo", {"message": 'héllo \u2028 ✓ "q"'}))
+            out["sum"] = dump(await client.call_tool("get-sum", {"a": 2, "b": 3.5}))
+            out["structured"] = dump(
+                await client.call_tool("get-structured-content", {"location": "Chicago"})
+            )
+            out["read"] = dump(await client.read_resource("demo://resource/static/document/architecture.md"))
+            out["prompt"] = dump(await client.get_prompt("args-prompt", {"city": "Paris", "state": "TX"}))
+            out["sampling"] = dump(
+                await client.call_tool("trigger-sampling-request", {"prompt": "say hi", "maxTokens": 10})
+            )
+            out["elicitation"] = dump(await client.call_tool("trigger-elicitation-request", {}))
+            out["roots"] = dump(await client.call_tool("get-roots-list", {}))
+            out["unknown"] = dump(await client.call_tool("no-such-tool", {}))
+            await client.send_ping()
+        return out
+
+    return anyio.run(main)
+
+
+def test_everything_server_gives_the_same_results_through_record(db_path: Path) -> None:
+    server = everything_server_cmd()
+    assert server is not None, "tests/npm is not installed: run scripts/test (it runs npm ci in tests/npm)"
+    plain = run_everything_scenario(direct(server))
+    recorded = run_everything_scenario(through_record(server, db_path, "everything"))
+    assert recorded == plain
+    assert "canned hello" in json.dumps(recorded["sampling"])
+    assert recorded["unknown"].get("isError") is True
+
+    con = sqlite3.connect(db_path)
+    try:
+        session = con.execute(
+            "select name, status, protocol_version, client_name, server_name, server_capabilities from sessions"
+        ).fetchall()
+        assert len(session) == 1
+        name, status, version, client_name, server_name, caps = session[0]
+        assert (name, status, version, client_name) == ("everything", "ok", "2025-11-25", "mcp")
+        assert server_name == "mcp-servers/everything" and "tools" in json.loads(caps)
+        # Every client request was answered by the server, and the views correlate them.
+        unanswered = con.execute(
+            "select method from exchanges where direction='c2s' and response is null"
+        ).fetchall()
+        assert unanswered == []
+        served = con.execute(
+            "select method, answered_by from server_requests where method != 'ping' order by requested_at"
+        ).fetchall()
+        assert served == [
+            ("sampling/createMessage", "client"),
+            ("elicitation/create", "client"),
+            ("roots/list", "client"),
+        ]
+        calls = dict(con.execute("select tool, is_error from tool_calls").fetchall())
+        assert calls["echo"] == 0 and calls["no-such-tool"] == 1
+        assert con.execute("select count(*) from frames where kind='malformed'").fetchone() == (0,)
+    finally:
+        con.close()
+
+
+def run_demo_scenario(params: StdioServerParameters) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        logs: list[Any] = []
+
+        async def on_log(p: types.LoggingMessageNotificationParams) -> None:
+            logs.append(p.data)
+
+        out: dict[str, Any] = {}
+        async with Client(params, mode="legacy", logging_callback=on_log) as client:
+            out["tools"] = [t.name for t in (await client.list_tools()).tools]
+            out["add"] = dump(await client.call_tool("add", {"a": 2, "b": 40}))
+            out["weather"] = dump(await client.call_tool("weather", {"city": "Lisbon"}))
+            out["countdown"] = dump(await client.call_tool("countdown", {"start": 3}))
+            out["fail"] = dump(await client.call_tool("fail", {}))
+            out["readme"] = dump(await client.read_resource("demo://readme"))
+        out["logs"] = logs
+        return out
+
+    return anyio.run(main)
+
+
+def test_demo_server_gives_the_same_results_through_record(db_path: Path) -> None:
+    server = [sys.executable, "-m", "mcptape.servers.demo"]
+    plain = run_demo_scenario(direct(server))
+    recorded = run_demo_scenario(through_record(server, db_path, "demo"))
+    assert recorded == plain
+    assert recorded["logs"], "the countdown tool logs; the client must have received the notifications"
+    con = sqlite3.connect(db_path)
+    try:
+        levels = con.execute("select count(*) from log_messages").fetchone()[0]
+        assert levels == len(plain["logs"])
+    finally:
+        con.close()
