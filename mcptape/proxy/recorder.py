@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from mcptape.store import Writer
 
 
+LOOKS = 16
+
+
 class Recorder:
     """Queues frames and events to the store's writer; applies back-pressure when it falls behind."""
 
@@ -24,6 +27,9 @@ class Recorder:
         self._hello_ids: dict[str, str] = {}
         self._client_known = False
         self._server_known = False
+        # Identity arrives in the first exchanges; give up looking after a few frames so a
+        # peer that never says who it is costs nothing later.
+        self._looks_left = LOOKS
 
     def frame_done(self, flow: Flow) -> Awaitable[Any] | None:
         frame = flow.frame
@@ -36,7 +42,11 @@ class Recorder:
             replacement.meta = {**(replacement.meta or {}), "replaces": flow.seq}
             self.writer.add_frame(self.session_id, self.seq, replacement)
         if not (self._client_known and self._server_known):
-            self._learn(flow)
+            if self._looks_left:
+                self._looks_left -= 1
+                self._learn(flow)
+            elif self._hello_ids or frame.method in HELLO_METHODS:
+                self._learn(flow)
         if self.writer.over_limit:
             return self.writer.drain()
         return None
