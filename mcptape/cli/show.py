@@ -1,0 +1,358 @@
+"""`mcptape show`: one session as a readable timeline, or its frames as NDJSON.
+
+The pure part (``Timeline``, ``summarize_request``, ``summarize_result``) turns frames into lines: it correlates
+each response with the request it answers (by the request's direction and id, as
+ids repeat across directions) and says in a few words what a message carries.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import click
+
+from mcptape.cli.common import UserError, db_option
+from mcptape.frames import encode_id
+
+if TYPE_CHECKING:
+    from sqlalchemy import RowMapping
+
+    from mcptape.store.queries import StoredEvent, StoredFrame
+
+ARROWS: Final = {"c2s": "→", "s2c": "←"}
+EVENT_MARK: Final = "·"
+_MAX_PIECE: Final = 400  # a summary is one line; no need to render megabytes to cut them
+_LISTS: Final = {
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+    "roots/list": "roots",
+    "tasks/list": "tasks",
+}
+
+
+def compact(value: Any, limit: int = _MAX_PIECE) -> str:
+    """Compact JSON of ``value`` (strings as they are), at most about ``limit`` characters."""
+    import orjson
+
+    if isinstance(value, str):
+        return value[:limit]
+    return orjson.dumps(value, default=str).decode()[:limit]
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def without_meta(params: Any) -> Any:
+    """``params`` without ``_meta``, which in 2026-07-28 repeats the handshake in every request."""
+    if isinstance(params, dict) and "_meta" in params:
+        return {k: v for k, v in params.items() if k != "_meta"}
+    return params
+
+
+def content_text(content: Any) -> str:
+    """The first readable part of MCP content: text, or the type of the first block."""
+    blocks = content if isinstance(content, list) else [content]
+    for block in blocks:
+        block = _dict(block)
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            return block["text"][:_MAX_PIECE]
+    if blocks and isinstance(blocks[0], dict):
+        return f"<{blocks[0].get('type', '?')}>"
+    return ""
+
+
+def summarize_request(method: str | None, params: Any) -> str:
+    """What a request or notification asks for or tells, in a few words."""
+    p = _dict(params)
+    if method == "tools/call":
+        return f"{p.get('name')} {compact(p.get('arguments', {}))}"
+    if method == "initialize":
+        info = _dict(p.get("clientInfo"))
+        return f"{p.get('protocolVersion')} client {info.get('name')} {info.get('version', '')}".rstrip()
+    if method == "notifications/message":
+        logger = f" {p['logger']}:" if p.get("logger") else ""
+        return f"{p.get('level')}{logger} {compact(p.get('data'))}"
+    if method == "notifications/progress":
+        total = f"/{p['total']}" if "total" in p else ""
+        message = f" {p['message']}" if p.get("message") else ""
+        return f"{p.get('progress')}{total}{message} (token {compact(p.get('progressToken'))})"
+    if method == "notifications/cancelled":
+        return f"request {compact(p.get('requestId'))} {p.get('reason', '')}".rstrip()
+    if method in ("resources/read", "resources/subscribe", "notifications/resources/updated"):
+        return str(p.get("uri"))
+    if method == "prompts/get":
+        return f"{p.get('name')} {compact(p.get('arguments', {}))}"
+    if method == "elicitation/create":
+        return str(p.get("message", ""))[:_MAX_PIECE]
+    if method == "sampling/createMessage":
+        messages = p.get("messages") or [{}]
+        return f"{len(messages)} message(s), last: {content_text(_dict(messages[-1]).get('content'))}"
+    rest = without_meta(params)
+    return compact(rest) if rest else ""
+
+
+def summarize_result(method: str | None, detail: str | None, result: Any) -> str:
+    """What a result says, knowing the method (and tool name) of the request it answers."""
+    r = _dict(result)
+    if method == "tools/call":
+        prefix = f"{detail}: " if detail else ""
+        if r.get("isError"):
+            return f"{prefix}isError: {content_text(r.get('content'))}"
+        if "structuredContent" in r:
+            return f"{prefix}{compact(r['structuredContent'])}"
+        return f"{prefix}{content_text(r.get('content'))}"
+    if method in ("initialize", "server/discover"):
+        info = _dict(r.get("serverInfo") or _dict(r.get("_meta")).get("io.modelcontextprotocol/serverInfo"))
+        version = r.get("protocolVersion") or ",".join(r.get("supportedVersions") or [])
+        return f"server {info.get('name')} {info.get('version', '')} ({version})"
+    if method in _LISTS and isinstance(r.get(_LISTS[method]), list):
+        items = r[_LISTS[method]]
+        key = "uri" if method == "roots/list" else "name"
+        names = ", ".join(str(_dict(i).get(key) or _dict(i).get("uri")) for i in items[:8])
+        more = ", ..." if len(items) > 8 else ""
+        return f"{len(items)} {_LISTS[method]}: {names}{more}"
+    if method == "resources/read":
+        contents = [_dict(c) for c in r.get("contents") or []]
+        return ", ".join(f"{c.get('uri')} ({c.get('mimeType', '?')})" for c in contents[:3])
+    if method == "sampling/createMessage":
+        return f"{r.get('model')}: {content_text(r.get('content'))}"
+    if method == "elicitation/create":
+        return f"{r.get('action')} {compact(r.get('content', ''))}".rstrip()
+    rest = without_meta(result)
+    return compact(rest) if rest else "ok"
+
+
+@dataclass(slots=True)
+class Line:
+    """One timeline line: when, which way, what kind, which method and id, and a summary."""
+
+    ts: float
+    mark: str
+    kind: str
+    method: str
+    summary: str
+    body: str | None = None  # the whole message, for --full
+
+
+class Timeline:
+    """Turns frames into timeline lines, remembering pending requests to name their responses."""
+
+    def __init__(self) -> None:
+        self.pending: dict[tuple[str, str], tuple[str, str | None]] = {}
+
+    def _note(self, direction: str, msg: Any) -> None:
+        m = _dict(msg)
+        if isinstance(m.get("method"), str) and "id" in m:
+            name = _dict(m.get("params")).get("name") if m["method"] == "tools/call" else None
+            self.pending[(direction, encode_id(m["id"]))] = (
+                m["method"],
+                name if isinstance(name, str) else None,
+            )
+
+    def _answer(self, direction: str, msg: Any) -> tuple[str | None, str | None]:
+        m = _dict(msg)
+        if "id" not in m:
+            return None, None
+        request_direction = "s2c" if direction == "c2s" else "c2s"
+        return self.pending.pop((request_direction, encode_id(m["id"])), (None, None))
+
+    def frame_line(self, frame: StoredFrame) -> Line:
+        """The line for one frame (in sequence order: a response after its request)."""
+        msg = frame.message() if frame.kind != "malformed" else None
+        method = frame.method or ""
+        summary = ""
+        if frame.kind in ("request", "notification"):
+            self._note(frame.direction, msg)
+            summary = summarize_request(frame.method, _dict(msg).get("params"))
+        elif frame.kind in ("response", "error"):
+            request_method, detail = self._answer(frame.direction, msg)
+            method = request_method or "?"
+            if frame.kind == "error":
+                error = _dict(_dict(msg).get("error"))
+                data = f" {compact(error['data'])}" if "data" in error else ""
+                summary = f"{error.get('code')} {error.get('message')}{data}"
+            else:
+                summary = summarize_result(request_method, detail, _dict(msg).get("result"))
+        elif frame.kind == "batch":
+            items = msg if isinstance(msg, list) else []
+            for item in items:
+                self._note(frame.direction, item)
+                self._answer(frame.direction, item)
+            methods = [str(_dict(i).get("method") or "response") for i in items]
+            more = ", ..." if len(methods) > 8 else ""
+            summary = f"batch of {len(items)}: {', '.join(methods[:8])}{more}"
+        else:
+            summary = f"not JSON-RPC: {frame.text[:80]!r}"
+        if frame.rpc_id is not None:
+            method = f"{method} #{frame.rpc_id}"
+        if frame.origin == "proxy":
+            summary = f"[proxy] {summary}"
+        return Line(frame.ts, ARROWS.get(frame.direction, "?"), frame.kind, method, summary)
+
+
+def event_line(event: StoredEvent) -> Line:
+    """The line for an event: a stderr line, a process start or exit, an error."""
+    return Line(event.ts, EVENT_MARK, event.kind, "", event.text or compact(event.data or ""))
+
+
+def render_line(line: Line, start: float) -> str:
+    """A line as text: offset from the session start, arrow, kind, method and id, summary."""
+    from mcptape.cli.output import one_line
+
+    offset = f"{'+' if line.ts >= start else '-'}{abs(line.ts - start):.3f}s"
+    text = f"{offset:>9}  {line.mark}  {line.kind:<12}  {line.method:<26}  {one_line(line.summary)}"
+    return text.rstrip()
+
+
+def merge(frame_lines: Iterator[Line], event_lines: Iterator[Line]) -> Iterator[Line]:
+    """Both streams in time order; each keeps its own order, a frame goes first on a tie."""
+    event = next(event_lines, None)
+    for line in frame_lines:
+        while event is not None and event.ts < line.ts:
+            yield event
+            event = next(event_lines, None)
+        yield line
+    if event is not None:
+        yield event
+        yield from event_lines
+
+
+def header(row: RowMapping, handshake: dict[str, str]) -> str:
+    """The session in one line: id, name, status, upstream, protocol, client and server."""
+    from mcptape.cli.sessions import status_text
+
+    def pick(key: str) -> str:
+        value = row.get(key) or handshake.get(key)
+        return str(value) if value else ""
+
+    parts = [f"session {row['id']}"]
+    if row["name"]:
+        parts.append(repr(row["name"]))
+    parts.append(status_text(row["status"], row["exit_code"]))
+    if row["upstream"]:
+        parts.append(row["upstream"])
+    if pick("protocol_version"):
+        parts.append(f"protocol {pick('protocol_version')}")
+    for side in ("client", "server"):
+        if pick(f"{side}_name"):
+            parts.append(f"{side} {pick(f'{side}_name')} {pick(f'{side}_version')}".rstrip())
+    return " · ".join(parts)
+
+
+def frame_json(frame: StoredFrame) -> dict[str, Any]:
+    """A frame as one NDJSON object: position, classification, metadata and the parsed message."""
+    import base64
+
+    import orjson
+
+    obj: dict[str, Any] = {
+        "seq": frame.seq,
+        "ts": frame.ts,
+        "direction": frame.direction,
+        "origin": frame.origin,
+        "kind": frame.kind,
+        "method": frame.method,
+        "id": orjson.loads(frame.rpc_id) if frame.rpc_id is not None else None,
+        "size": frame.size,
+        "meta": frame.meta_dict(),
+    }
+    message = frame.message() if frame.kind != "malformed" else None
+    if message is not None:
+        obj["message"] = message
+    else:
+        obj["text"] = frame.text
+    if frame.raw is not None:
+        obj["raw_b64"] = base64.b64encode(frame.raw).decode("ascii")
+    return obj
+
+
+def full_body(frame: StoredFrame) -> str:
+    """The whole message, pretty-printed and indented under its timeline line."""
+    import orjson
+
+    message = frame.message() if frame.kind != "malformed" else None
+    text = frame.text if message is None else orjson.dumps(message, option=orjson.OPT_INDENT_2).decode()
+    return "".join(f"      {line}\n" for line in text.splitlines())
+
+
+@click.command()
+@click.argument("session")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="Print the frames as NDJSON, one object per frame.")
+@click.option(
+    "--events/--no-events",
+    default=True,
+    show_default=True,
+    help="Interleave stderr lines, process start/exit and errors with the frames.",
+)
+@click.option(
+    "--full", is_flag=True, help="Print every message whole (pretty JSON) under its line; cut nothing."
+)
+def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) -> None:
+    """Show one recorded session as a timeline.
+
+    SESSION is a session id, a unique prefix of one, a session name (the latest
+    session with that name) or `last`. Each line gives the time since the
+    session started, the direction (→ client to server, ← server to client),
+    the kind of message, its method and JSON-RPC id (a response names the
+    method of the request it answers) and a short summary. Lines marked ·
+    are events: the server's stderr, its exit, errors. Answers mcptape itself
+    wrote are marked [proxy].
+
+    With --json, each frame is printed as one JSON object per line:
+    {seq, ts, direction, origin, kind, method, id, size, meta, message} where
+    `message` is the parsed JSON, or `text` when the frame is not JSON (and
+    `raw_b64` when its bytes are not valid UTF-8).
+
+    \b
+    Examples:
+      mcptape show last
+      mcptape show 3f9a2c --no-events
+      mcptape show everything --full | less
+      mcptape show last --json | jq 'select(.kind == "error")'
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from mcptape.cli.output import cut, json_text, terminal_width
+    from mcptape.cli.sessions import database_message, open_for_reading, session_or_error
+    from mcptape.store.queries import connect, session_events, session_frames, session_handshake
+
+    store = open_for_reading(db)
+    try:
+        with connect(store) as conn:
+            row = session_or_error(conn, session)
+            out = sys.stdout
+            if as_json:
+                import orjson
+
+                for frame in session_frames(conn, row["id"]):
+                    out.write(json_text(orjson.dumps(frame_json(frame), default=str)) + "\n")
+                return
+            width = None if full else terminal_width()
+            known = row["protocol_version"] and row["client_name"] and row["server_name"]
+            out.write(header(row, {} if known else session_handshake(conn, row["id"])) + "\n")
+            timeline = Timeline()
+
+            def frame_lines() -> Iterator[Line]:
+                for frame in session_frames(conn, row["id"]):
+                    line = timeline.frame_line(frame)
+                    if full:
+                        line.body = full_body(frame)
+                    yield line
+
+            event_lines = (event_line(e) for e in session_events(conn, row["id"])) if events else iter(())
+            for line in merge(frame_lines(), event_lines):
+                text = render_line(line, row["started_at"])
+                out.write((cut(text, width) if width else text) + "\n")
+                if line.body:
+                    out.write(line.body)
+    except SQLAlchemyError as exc:
+        raise UserError(f"cannot read the recording: {database_message(exc)}") from None
+    finally:
+        store.close()
