@@ -313,3 +313,22 @@ def test_database_file_is_private_to_the_user(db_path: Path) -> None:
     finally:
         rec.kill()
     assert os.stat(db_path).st_mode & 0o077 == 0
+
+
+def test_regular_files_as_stdin_and_stdout_work_too(db_path: Path, tmp_path: Path) -> None:
+    # asyncio cannot watch regular files; record falls back to a reader thread and plain writes.
+    frames_in = tmp_path / "in.jsonl"
+    frames_out = tmp_path / "out.jsonl"
+    lines = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"m"}\n' % i for i in range(500))
+    frames_in.write_bytes(lines)
+    with frames_in.open("rb") as stdin, frames_out.open("wb") as stdout:
+        proc = subprocess.run(
+            [*MCPTAPE, "record", "--db", str(db_path), "--", *RAW_ECHO],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert frames_out.read_bytes() == lines
+    assert query(db_path, "select count(*) from frames") == [(1000,)]
