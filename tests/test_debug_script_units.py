@@ -1,0 +1,269 @@
+"""Pure parts of debug-script with plain values: source maps, URL matching, prediction, argv, formatting."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mcptape.servers.debug_script.errors import DebugScriptError, timeout_message
+from mcptape.servers.debug_script.evaluate import HitValue
+from mcptape.servers.debug_script.launch import inspector_port, split_command, with_inspect_brk
+from mcptape.servers.debug_script.predict import PredictedLocation, predict_locations, search_roots
+from mcptape.servers.debug_script.server import format_outcome, render_value
+from mcptape.servers.debug_script.session import DebugOutcome
+from mcptape.servers.debug_script.sourcemap import (
+    Mapping,
+    SourceMap,
+    SourceMapError,
+    decode_mappings,
+    decode_vlq,
+    load_source_map,
+    path_from_url,
+)
+from mcptape.servers.debug_script.target import BreakpointTarget, url_regex
+from tests.conftest import ROOT
+
+TS = ROOT / "tests" / "data" / "debug_script" / "ts"
+
+
+@pytest.mark.parametrize(
+    ("segment", "values"),
+    [
+        ("A", [0]),
+        ("C", [1]),
+        ("D", [-1]),
+        ("gB", [16]),
+        ("hB", [-16]),
+        ("w+B", [1000]),
+        ("x+B", [-1000]),
+        ("AAgBC", [0, 0, 16, 1]),
+        ("SAAS", [9, 0, 0, 9]),
+    ],
+)
+def test_vlq_segment_decodes_to_signed_integers(segment: str, values: list[int]) -> None:
+    assert decode_vlq(segment) == values
+
+
+def encode_vlq(values: list[int]) -> str:
+    """The format's encoder, written from the spec, to check the decoder against."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    out = []
+    for value in values:
+        number = (-value << 1) | 1 if value < 0 else value << 1
+        while True:
+            digit, number = number & 31, number >> 5
+            out.append(alphabet[digit | (32 if number else 0)])
+            if not number:
+                break
+    return "".join(out)
+
+
+@given(st.lists(st.integers(min_value=-(2**40), max_value=2**40), min_size=1, max_size=6))
+def test_vlq_decoding_inverts_encoding(values: list[int]) -> None:
+    assert decode_vlq(encode_vlq(values)) == values
+
+
+@pytest.mark.parametrize("segment", ["A!", "g"])
+def test_invalid_or_truncated_vlq_is_rejected(segment: str) -> None:
+    with pytest.raises(SourceMapError):
+        decode_vlq(segment)
+
+
+def test_mappings_carry_source_and_original_deltas_across_lines() -> None:
+    # Line 0: col 0 -> src 0 line 0 col 0; col 4 -> line 0 col 2. Line 1 (column restarts): col 2 -> line 1 col 2.
+    assert decode_mappings("AAAA,IAAE;EACA") == [
+        Mapping(0, 0, 0, 0, 0),
+        Mapping(0, 4, 0, 0, 2),
+        Mapping(1, 2, 0, 1, 2),
+    ]
+
+
+def test_empty_lines_and_one_field_segments_keep_line_numbers() -> None:
+    assert decode_mappings(";;C,AAAA") == [Mapping(2, 1), Mapping(2, 1, 0, 0, 0)]
+
+
+def test_typescript_line_maps_to_its_generated_position() -> None:
+    source_map = SourceMap.parse((TS / "out" / "test.js.map").read_text(), str(TS / "out"))
+    assert source_map.sources == [str(TS / "src" / "test.ts")]
+    # src/test.ts line 9 (`return Math.sqrt(squared)`) is out/test.js line 3, column 4.
+    assert source_map.generated_position(0, 8) == (2, 4)
+
+
+def test_line_without_code_slides_to_the_next_line_that_has_some() -> None:
+    source_map = SourceMap.parse((TS / "out" / "test.js.map").read_text(), str(TS / "out"))
+    # Lines 1-6 are a comment and an interface: the first code is `function norm` on line 7.
+    assert source_map.generated_position(0, 1) == (0, 0)
+    assert source_map.generated_position(0, 500) is None
+
+
+def test_source_root_and_absolute_file_urls_resolve_to_paths() -> None:
+    text = json.dumps(
+        {"version": 3, "sourceRoot": "../src/", "sources": ["a.ts", "file:///abs/b.ts"], "mappings": ""}
+    )
+    assert SourceMap.parse(text, "/proj/dist").sources == ["/proj/src/a.ts", "/abs/b.ts"]
+
+
+def test_index_map_sections_are_offset() -> None:
+    section = {"version": 3, "sources": ["a.ts"], "mappings": "AAAA,EAAC"}
+    text = json.dumps({"version": 3, "sections": [{"offset": {"line": 10, "column": 5}, "map": section}]})
+    source_map = SourceMap.parse(text, "/p")
+    assert source_map.mappings == [Mapping(10, 5, 0, 0, 0), Mapping(10, 7, 0, 0, 1)]
+
+
+def test_inline_base64_and_percent_encoded_data_urls_load() -> None:
+    payload = json.dumps({"version": 3, "sources": ["x.ts"], "mappings": "AAAA"})
+    inline = "data:application/json;charset=utf-8;base64," + base64.b64encode(payload.encode()).decode()
+    assert load_source_map(inline, "file:///p/dist/x.js") == SourceMap(
+        ["/p/dist/x.ts"], [Mapping(0, 0, 0, 0, 0)]
+    )
+    escaped = "data:application/json," + payload.replace(" ", "%20")
+    assert load_source_map(escaped, "/p/dist/x.js") == SourceMap(["/p/dist/x.ts"], [Mapping(0, 0, 0, 0, 0)])
+
+
+def test_map_file_is_read_next_to_the_script_and_missing_ones_are_none() -> None:
+    loaded = load_source_map("test.js.map", (TS / "out" / "test.js").as_uri())
+    assert loaded is not None and loaded.sources == [str(TS / "src" / "test.ts")]
+    assert load_source_map("absent.js.map", (TS / "out" / "test.js").as_uri()) is None
+    assert load_source_map("https://example.invalid/x.map", "/p/x.js") is None
+
+
+def test_file_urls_are_decoded_to_paths() -> None:
+    assert path_from_url("file:///a%20b/c.js") == "/a b/c.js"
+    assert path_from_url("/plain/path.js") == "/plain/path.js"
+    assert path_from_url("node:internal/x") is None
+
+
+def test_url_regex_matches_the_path_and_the_file_url_and_nothing_else() -> None:
+    pattern = re.compile(url_regex({"/w/a b/é(1).js"}))
+    assert pattern.match("/w/a b/é(1).js")
+    assert pattern.match("file:///w/a%20b/%C3%A9%281%29.js")
+    assert pattern.match("file:///w/a%20b/%c3%a9(1).js")
+    assert not pattern.match("/w/a b/é(1).jsx")
+    assert not pattern.match("/x/w/a b/é(1).js")
+    assert not pattern.match("/w/a_b/é(1).js")
+
+
+def test_url_regex_is_valid_javascript() -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not on PATH: install Node.js 18+ (.ci/run does).")
+    pattern = url_regex({"/w/a b/x.js"})
+    script = f"const r = new RegExp({json.dumps(pattern)}); console.log([r.test('file:///w/a%20b/x.js'), r.test('/w/a b/x.js'), r.test('/w/x.js')].join())"
+    out = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=30, check=True).stdout
+    assert out.strip() == "true,true,false"
+
+
+def test_breakpoint_target_names_its_script_by_path_or_url(tmp_path: Path) -> None:
+    target = BreakpointTarget(str(tmp_path / "sub" / ".." / "t.js"), 3)
+    assert target.path == str(tmp_path / "t.js")
+    assert target.line0 == 2
+    assert target.names_script((tmp_path / "t.js").as_uri())
+    assert target.names_script(str(tmp_path / "t.js"))
+    assert not target.names_script((tmp_path / "u.js").as_uri())
+
+
+def test_mapped_location_distinguishes_unmapped_scripts_from_lines_without_code() -> None:
+    target = BreakpointTarget(str(TS / "src" / "test.ts"), 9)
+    script = (TS / "out" / "test.js").as_uri()
+    mapped = target.mapped_location(script, "test.js.map")
+    assert mapped is not None and mapped.position == (2, 4)
+    assert target.mapped_location(script, "") is None
+    assert BreakpointTarget(str(TS / "src" / "other.ts"), 9).mapped_location(script, "test.js.map") is None
+    beyond = BreakpointTarget(str(TS / "src" / "test.ts"), 500).mapped_location(script, "test.js.map")
+    assert beyond is not None and beyond.position is None
+
+
+def test_prediction_finds_external_and_inline_maps_and_skips_node_modules(tmp_path: Path) -> None:
+    shutil.copytree(TS, tmp_path / "ts")
+    hidden = tmp_path / "ts" / "node_modules" / "pkg"
+    shutil.copytree(TS / "out", hidden)
+    (hidden / "test.js.map").write_text(
+        (TS / "out" / "test.js.map").read_text().replace("../src", "../../src")
+    )
+    candidates = {str(tmp_path / "ts" / "src" / "test.ts")}
+    found = predict_locations(candidates, 8, [str(tmp_path)])
+    assert sorted(found, key=lambda location: location.script) == [
+        PredictedLocation(str(tmp_path / "ts" / "out-inline" / "test.js"), 2, 4),
+        PredictedLocation(str(tmp_path / "ts" / "out" / "test.js"), 2, 4),
+    ]
+
+
+def test_search_roots_are_the_script_folder_then_the_working_directory(tmp_path: Path) -> None:
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "main.js").write_text("")
+    assert search_roots(["node", "--inspect-brk=0", "dist/main.js"], str(tmp_path)) == [
+        str(tmp_path / "dist"),
+        str(tmp_path),
+    ]
+    assert search_roots(["node", str(tmp_path / "dist" / "main.js")], str(tmp_path / "dist")) == [
+        str(tmp_path / "dist")
+    ]
+
+
+def test_command_is_split_like_a_shell_without_one() -> None:
+    assert split_command("node --inspect-brk=9229 './my script.js' \"a b\" $HOME") == [
+        "node",
+        "--inspect-brk=9229",
+        "./my script.js",
+        "a b",
+        "$HOME",
+    ]
+
+
+@pytest.mark.parametrize("command", ["", "   ", "node 'unclosed"])
+def test_empty_or_unbalanced_command_is_an_error(command: str) -> None:
+    with pytest.raises(DebugScriptError):
+        split_command(command)
+
+
+@pytest.mark.parametrize(
+    ("argv", "port"),
+    [
+        (["node", "--inspect-brk=9300", "x.js"], 9300),
+        (["node", "--inspect-brk=127.0.0.1:9301", "x.js"], 9301),
+        (["node", "--inspect-brk=[::1]:9302", "x.js"], 9302),
+        (["node", "--inspect-brk", "x.js"], 9229),
+        (["node", "x.js"], 9229),
+        (["node", "--inspect-brk=0", "x.js"], 0),
+    ],
+)
+def test_inspector_port_comes_from_inspect_brk_else_9229(argv: list[str], port: int) -> None:
+    assert inspector_port(argv) == port
+
+
+def test_inspect_brk_is_added_only_to_a_plain_node_command() -> None:
+    assert with_inspect_brk(["node", "x.js"]) == ["node", "--inspect-brk=0", "x.js"]
+    assert with_inspect_brk(["/usr/bin/node", "x.js"]) == ["/usr/bin/node", "--inspect-brk=0", "x.js"]
+    assert with_inspect_brk(["node", "--inspect=9229", "x.js"]) == ["node", "--inspect=9229", "x.js"]
+    assert with_inspect_brk(["npm", "run", "debug"]) == ["npm", "run", "debug"]
+
+
+def test_timeout_message_has_no_spurious_decimal() -> None:
+    assert timeout_message(2000.0) == "Timeout waiting for breakpoint after 2000 ms"
+    assert timeout_message(1500.5) == "Timeout waiting for breakpoint after 1500.5 ms"
+
+
+def test_values_render_as_json_and_descriptions_bare() -> None:
+    assert render_value(HitValue("string", "a")) == '"a"'
+    assert render_value(HitValue("object", {"k": [1, None]})) == '{"k": [1, null]}'
+    assert render_value(HitValue("undefined", None)) == "undefined"
+    assert render_value(HitValue("bigint", "10n", described=True)) == "10n"
+    assert HitValue("bigint", "10n", described=True).as_json() == {"type": "bigint", "value": "10n"}
+
+
+def test_outcome_text_lists_hits_and_how_the_run_ended() -> None:
+    outcome = DebugOutcome("/p/t.js:3", "i", [HitValue("number", 0), HitValue("number", 1)], True, "stopped")
+    assert format_outcome(outcome) == (
+        "2 hits at /p/t.js:3, evaluating `i`:\n"
+        "1. number: 0\n"
+        "2. number: 1\n"
+        "The timeout elapsed while the process was still running; it was stopped."
+    )
