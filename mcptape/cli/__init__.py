@@ -1,1 +1,1 @@
-"""mcptape.cli"""
+"""The command line: one module per command, imported lazily by `mcptape.cli.main`."""
