@@ -1,1 +1,1 @@
-"""mcptape.servers"""
+"""Built-in MCP servers: `demo` (the tour) and `debug_script` (breakpoint evaluation in Node.js)."""
