@@ -1,0 +1,160 @@
+"""Recording throughput: mcptape's Writer against raw sqlite3 executemany on the same rows.
+
+Writes N realistic frames (tools/call requests and their results, progress
+notifications, one 4 KiB result in twenty) through ``Store.writer()`` into a fresh
+SQLite file, then the same rows with the ``sqlite3`` module's ``executemany`` into
+another fresh file with the same schema, indexes and pragmas (WAL,
+synchronous=NORMAL, foreign keys on), in transactions of the same batch size.
+
+The producer behaves like the relay's recorder: it queues frames on an asyncio
+loop and awaits ``drain()`` whenever the Writer is over its backlog limit (default
+limits). The Writer gets Frame objects as the relay hands them to it: already
+parsed (the relay routes on kind and id before recording). ``--unparsed`` also
+times frames nobody has parsed, where the Writer pays for the JSON parse. The
+baseline gets finished row tuples.
+
+    .venv/bin/python bench/bench_writer.py [--frames N] [--batch-size B] [--unparsed]
+
+Targets (DESIGN.md): at least 50,000 frames/s, and within 2x of raw (ratio >= 0.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+from mcptape.frames import Frame
+from mcptape.store import open_store
+from mcptape.store.writer import FRAME_COLUMNS, frame_row
+
+BIG_TEXT = "x" * 4096
+
+
+def make_frames(count: int, t0: float) -> list[Frame]:
+    """``count`` frames of a plausible session: request, progress, result, repeated."""
+    out: list[Frame] = []
+    call = 0
+    while len(out) < count:
+        call += 1
+        request = {
+            "jsonrpc": "2.0",
+            "id": call,
+            "method": "tools/call",
+            "params": {
+                "name": "echo",
+                "arguments": {"message": f"hello {call}"},
+                "_meta": {"progressToken": call},
+            },
+        }
+        text = BIG_TEXT if call % 20 == 0 else f"Echo: hello {call}"
+        result = {"jsonrpc": "2.0", "id": call, "result": {"content": [{"type": "text", "text": text}]}}
+        progress = {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": call, "progress": 1, "total": 1},
+        }
+        ts = t0 + call * 0.001
+        out.append(Frame(orjson.dumps(request), "c2s", ts=ts))
+        out.append(Frame(orjson.dumps(progress), "s2c", ts=ts + 0.0002))
+        out.append(Frame(orjson.dumps(result), "s2c", ts=ts + 0.0004))
+    return out[:count]
+
+
+def classify(frames: list[Frame]) -> list[Frame]:
+    """Parse every frame, as the relay does before the recorder queues it (it routes on kind and id)."""
+    for frame in frames:
+        _ = frame.kind
+    return frames
+
+
+def bench_writer(path: Path, frames: list[Frame], batch_size: int) -> tuple[float, str]:
+    store = open_store(str(path))
+    session_id = store.create_session(mode="record", name="bench")
+    writer = store.writer(batch_size=batch_size)
+
+    async def record() -> None:
+        # What the relay's recorder does: queue each frame, await drain() when over the limit.
+        for seq, frame in enumerate(frames, 1):
+            writer.add_frame(session_id, seq, frame)
+            if writer.over_limit:
+                await writer.drain()
+
+    start = time.perf_counter()
+    asyncio.run(record())
+    writer.flush()
+    elapsed = time.perf_counter() - start
+    writer.close()
+    store.close()
+    if writer.errors or writer.frames_written != len(frames):
+        sys.exit(
+            f"writer lost frames: wrote {writer.frames_written} of {len(frames)}; errors: {writer.errors}"
+        )
+    return elapsed, session_id
+
+
+def bench_raw(path: Path, rows: list[tuple[object, ...]], session_id: str, batch_size: int) -> float:
+    # The same schema and indexes, made by the same migration; then plain sqlite3 from here on.
+    open_store(str(path)).close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute(
+        "INSERT INTO sessions (id, mode, started_at, status) VALUES (?, 'record', ?, 'running')",
+        (session_id, time.time()),
+    )
+    sql = f"INSERT INTO frames ({', '.join(FRAME_COLUMNS)}) VALUES ({', '.join('?' * len(FRAME_COLUMNS))})"
+    start = time.perf_counter()
+    for i in range(0, len(rows), batch_size):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(sql, rows[i : i + batch_size])
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=200_000, help="frames to write (default 200,000)")
+    parser.add_argument(
+        "--unparsed", action="store_true", help="also time the Writer on frames nobody has parsed yet"
+    )
+    parser.add_argument("--batch-size", type=int, default=1000, help="rows per transaction (default 1000)")
+    args = parser.parse_args()
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="mcptape-bench-") as tmp:
+        frames = classify(make_frames(args.frames, t0))
+        writer_s, session_id = bench_writer(Path(tmp) / "writer.db", frames, args.batch_size)
+        rows = [frame_row(session_id, seq, frame) for seq, frame in enumerate(frames, 1)]
+        raw_s = bench_raw(Path(tmp) / "raw.db", rows, session_id, args.batch_size)
+        unparsed_s = None
+        if args.unparsed:
+            unparsed_s, _ = bench_writer(
+                Path(tmp) / "unparsed.db", make_frames(args.frames, t0), args.batch_size
+            )
+    n = args.frames
+    mcptape_rate = n / writer_s
+    raw_rate = n / raw_s
+    ratio = mcptape_rate / raw_rate
+    print(f"frames: {n}  batch size: {args.batch_size}")
+    print(f"mcptape Writer:          {mcptape_rate:>10,.0f} frames/s  ({writer_s:.2f} s)")
+    print(f"raw sqlite3 executemany: {raw_rate:>10,.0f} frames/s  ({raw_s:.2f} s)")
+    if unparsed_s is not None:
+        print(
+            f"mcptape Writer, frames not yet parsed: {n / unparsed_s:>10,.0f} frames/s  ({unparsed_s:.2f} s)"
+        )
+    print(f"ratio mcptape/raw: {ratio:.2f}  (target >= 0.50; and >= 50,000 frames/s)")
+    ok = mcptape_rate >= 50_000 and ratio >= 0.5
+    print("targets met" if ok else "targets NOT met")
+
+
+if __name__ == "__main__":
+    main()

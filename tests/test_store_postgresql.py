@@ -1,0 +1,252 @@
+"""The PostgreSQL side of the migrations and views, on a private PostgreSQL server.
+
+psycopg is an optional extra and not installed here, so the server is driven with
+``psql``: the migration's SQL comes from Alembic's offline mode (the same
+revisions, rendered for PostgreSQL), the corpus goes in as INSERTs built from the
+Writer's own rows, and every view must answer as it does on SQLite. Skipped where
+no PostgreSQL server binaries are installed.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcptape.frames import Frame
+from mcptape.migrations import runner
+from mcptape.store import open_store
+from mcptape.store.writer import FRAME_COLUMNS, frame_row
+from tests.conftest import CORPUS
+
+T0 = 1_700_000_000.0
+VIEW_QUERIES = {
+    "exchanges": "SELECT * FROM exchanges ORDER BY session_id, request_seq",
+    "tool_calls": "SELECT * FROM tool_calls ORDER BY session_id, request_seq",
+    "log_messages": "SELECT * FROM log_messages ORDER BY session_id, seq",
+    "server_requests": "SELECT * FROM server_requests ORDER BY session_id, request_seq",
+}
+JSON_COLUMNS = {"arguments", "result", "data", "request", "response"}
+# Frames beyond the corpus: an answer from the proxy, JSON-RPC errors, text cut short.
+EXTRA = [
+    ("s2c", "server", '{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}'),
+    ("c2s", "proxy", '{"jsonrpc":"2.0","id":"s1","result":{"role":"assistant"}}'),
+    (
+        "c2s",
+        "client",
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"gone","arguments":{"a":[1]}}}',
+    ),
+    ("s2c", "proxy", '{"jsonrpc":"2.0","id":7,"error":{"code":-32000,"message":"upstream exited"}}'),
+    (
+        "c2s",
+        "client",
+        '{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"odd","arguments":[]}}',
+    ),
+    ("s2c", "server", '{"jsonrpc":"2.0","id":9,"error":{"code":1.5,"message":"odd code"}}'),
+    ("c2s", "client", '{"jsonrpc":"2.0","id":10,"method":"ping"}'),
+]
+CUT = [  # (seq, direction, kind, method, rpc_id, text): kinds from the whole frame, text cut
+    (101, "c2s", "request", "tools/call", "8", '{"jsonrpc":"2.0","id":8,"method":"tools/call","par'),
+    (102, "s2c", "error", None, "8", '{"jsonrpc":"2.0","id":8,"error":{"co'),
+    (103, "s2c", "notification", "notifications/message", None, '{"jsonrpc":"2.0","meth'),
+]
+
+
+def postgres_bin() -> Path | None:
+    """The folder of initdb, pg_ctl and psql (Debian keeps them out of PATH)."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    initdb = found[-1] if found else shutil.which("initdb")
+    return Path(initdb).parent if initdb else None
+
+
+class Postgres:
+    """A throw-away PostgreSQL server listening on a Unix socket only."""
+
+    def __init__(self, bindir: Path) -> None:
+        self.bindir = bindir
+        self.home = Path(tempfile.mkdtemp(prefix="mcptape-pg-"))
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:  # initdb refuses to run as root
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+            shutil.chown(self.home, "postgres")
+        self.data = self.home / "data"
+        self.port = "55" + str(os.getpid() % 1000).zfill(3)
+        self._run([str(bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres"])
+        options = f"-p {self.port} -k {self.home} -c listen_addresses= -c fsync=off"
+        self._run(
+            [
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(self.data),
+                "-o",
+                options,
+                "-w",
+                "-l",
+                str(self.home / "log"),
+                "start",
+            ]
+        )
+
+    def _run(self, argv: list[str]) -> None:
+        subprocess.run([*self.as_user, *argv], check=True, capture_output=True, timeout=60)
+
+    def psql(self, *args: str, stdin: str | None = None) -> str:
+        argv = [
+            str(self.bindir / "psql"),
+            "-X",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-q",
+            "-h",
+            str(self.home),
+            "-p",
+            self.port,
+        ]
+        done = subprocess.run(
+            [*argv, "-U", "postgres", *args], input=stdin, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    def stop(self) -> None:
+        self._run([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"])
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[Postgres]:
+    bindir = postgres_bin()
+    if bindir is None or (os.geteuid() == 0 and not shutil.which("runuser")):
+        pytest.skip("no PostgreSQL server binaries")
+    server = Postgres(bindir)
+    yield server
+    server.stop()
+
+
+def migration_sql(direction: str, target: str) -> str:
+    from alembic import command
+
+    buffer = io.StringIO()
+    config = runner.alembic_config()
+    config.output_buffer = buffer
+    config.attributes["url"] = "postgresql+psycopg://nobody@nowhere/mcptape"
+    getattr(command, direction)(config, target, sql=True)
+    return buffer.getvalue()
+
+
+def literal(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes):
+        return f"'\\x{value.hex()}'::bytea"
+    if isinstance(value, int | float):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def frame_rows() -> list[tuple[Any, ...]]:
+    rows = []
+    for path in sorted(CORPUS.glob("*.jsonl")):
+        for seq, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            entry = json.loads(line)
+            rows.append(
+                frame_row(path.stem, seq, Frame(entry["frame"].encode(), entry["dir"], ts=T0 + entry["t"]))
+            )
+    for seq, (direction, origin, text) in enumerate(EXTRA, 1):
+        rows.append(frame_row("extra", seq, Frame(text.encode(), direction, origin, ts=T0 + seq)))  # type: ignore[arg-type]
+    for seq, direction, kind, method, rpc_id, text in CUT:
+        rows.append(("extra", seq, T0 + seq, direction, "server", kind, method, rpc_id, 99, text, None, None))
+    return rows
+
+
+def inserts(rows: list[tuple[Any, ...]]) -> str:
+    sessions = sorted({row[0] for row in rows})
+    lines = [
+        f"INSERT INTO sessions (id, mode, started_at, status) VALUES ({literal(s)}, 'record', 0, 'ok');"
+        for s in sessions
+    ]
+    lines += [
+        f"INSERT INTO frames ({', '.join(FRAME_COLUMNS)}) VALUES ({', '.join(literal(v) for v in row)});"
+        for row in rows
+    ]
+    return "\n".join(lines)
+
+
+def normalise(column: str, value: Any) -> Any:
+    if value is None or value == "":  # psql --csv prints NULL as an empty field
+        return None
+    if column in JSON_COLUMNS:
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:  # the cut frames' text
+            return ("not JSON", value)
+    try:
+        return round(float(value), 3)
+    except ValueError:
+        return str(value)
+
+
+def test_migration_sql_creates_the_schema_and_views_and_downgrades_cleanly(postgres: Postgres) -> None:
+    postgres.psql("-c", "DROP SCHEMA public CASCADE; CREATE SCHEMA public;")
+    postgres.psql(stdin=migration_sql("upgrade", "head"))
+    relations = postgres.psql(
+        "-At", "-c", "SELECT relname, relkind FROM pg_class WHERE relnamespace = 'public'::regnamespace"
+    )
+    found = dict(line.split("|") for line in relations.split())
+    for table in ("sessions", "frames", "events", "alembic_version"):
+        assert found[table] == "r"
+    for view in VIEW_QUERIES:
+        assert found[view] == "v"
+    for index in ("ix_frames_session_seq", "ix_frames_session_rpc", "ix_frames_method", "ix_events_session"):
+        assert found[index] == "i"
+    assert (
+        postgres.psql("-At", "-c", "SELECT version_num FROM alembic_version").strip() == runner.HEAD_REVISION
+    )
+    postgres.psql(stdin=migration_sql("downgrade", f"{runner.HEAD_REVISION}:base"))
+    left = postgres.psql(
+        "-At", "-c", "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace"
+    )
+    assert sorted(left.split()) == ["alembic_version", "alembic_version_pkc"]
+    assert (
+        postgres.psql("-At", "-c", "SELECT count(*) FROM pg_proc WHERE proname = 'mcptape_jsonb'").strip()
+        == "0"
+    )
+
+
+def test_postgresql_views_answer_like_the_sqlite_views(postgres: Postgres, db_path: Path) -> None:
+    rows = frame_rows()
+    postgres.psql("-c", "DROP SCHEMA public CASCADE; CREATE SCHEMA public;")
+    postgres.psql(stdin=migration_sql("upgrade", "head"))
+    postgres.psql(stdin=inserts(rows))
+    with open_store(str(db_path)) as store, store.engine.begin() as conn:
+        for session in sorted({row[0] for row in rows}):
+            conn.exec_driver_sql(
+                "INSERT INTO sessions (id, mode, started_at, status) VALUES (?, 'record', 0, 'ok')",
+                (session,),
+            )
+        marks = ", ".join("?" * len(FRAME_COLUMNS))
+        conn.exec_driver_sql(f"INSERT INTO frames ({', '.join(FRAME_COLUMNS)}) VALUES ({marks})", rows)
+    with sqlite3.connect(db_path) as lite:
+        for view, sql in VIEW_QUERIES.items():
+            cursor = lite.execute(sql)
+            columns = [d[0] for d in cursor.description]
+            expected = [
+                [normalise(c, v if v is None else str(v)) for c, v in zip(columns, r, strict=True)]
+                for r in cursor
+            ]
+            table = list(csv.reader(io.StringIO(postgres.psql("--csv", "-c", sql))))
+            assert table[0] == columns, view
+            got = [[normalise(c, v) for c, v in zip(columns, r, strict=True)] for r in table[1:]]
+            assert got == expected, view
+            assert expected, view

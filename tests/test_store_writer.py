@@ -1,0 +1,333 @@
+"""The batched writer: exact bytes, ordering, bursts, back-pressure, errors, closing."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from mcptape.frames import Frame
+from mcptape.store import Store, StoreError, open_store
+from mcptape.store.writer import MAX_FRAME_BYTES
+
+
+@pytest.fixture
+def store(db_path: Path) -> Iterator[Store]:
+    opened = open_store(str(db_path))
+    yield opened
+    opened.close()
+
+
+def request(rpc_id: object, method: str = "ping") -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": method})
+
+
+def result(rpc_id: object, value: object = None) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": value or {}})
+
+
+def rows(db_path: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
+    with sqlite3.connect(db_path) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+class WriteLock:
+    """Another connection holding SQLite's write lock, as a second recording process would."""
+
+    def __init__(self, db_path: Path) -> None:
+        self.conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def release(self) -> None:
+        self.conn.execute("COMMIT")
+        self.conn.close()
+
+
+def test_ids_1_and_quoted_1_stay_distinct_and_correlate_separately(store: Store, db_path: Path) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    for seq, frame in enumerate(
+        [
+            Frame(request(1), "c2s"),
+            Frame(request("1"), "c2s"),
+            Frame(result("1", {"which": "string"}), "s2c"),
+            Frame(result(1, {"which": "number"}), "s2c"),
+        ],
+        1,
+    ):
+        writer.add_frame(sid, seq, frame)
+    writer.close()
+    assert rows(db_path, "SELECT rpc_id FROM frames ORDER BY seq") == [("1",), ('"1"',), ('"1"',), ("1",)]
+    assert rows(db_path, "SELECT rpc_id, request_seq, response_seq FROM exchanges ORDER BY request_seq") == [
+        ("1", 1, 4),
+        ('"1"', 2, 3),
+    ]
+
+
+def test_invalid_utf8_frame_is_recovered_byte_for_byte(store: Store, db_path: Path) -> None:
+    data = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"caf\xe9 \xff"}}'
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    writer.add_frame(sid, 1, Frame(data, "s2c"))
+    writer.close()
+    [(text, raw, size, kind)] = rows(db_path, "SELECT text, raw, size, kind FROM frames")
+    assert raw == data
+    assert size == len(data)
+    assert "\ufffd" in str(text)
+    assert kind == "malformed"  # orjson refuses invalid UTF-8, so the frame is not JSON
+
+
+def test_valid_utf8_frame_keeps_only_text(store: Store, db_path: Path) -> None:
+    data = '{"jsonrpc":"2.0","id":1,"result":{"text":"café ☕ 🎉"}}'.encode()
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    writer.add_frame(sid, 1, Frame(data, "s2c", meta={"stream": "post", "status": 200}))
+    writer.close()
+    [(text, raw, meta)] = rows(db_path, "SELECT text, raw, meta FROM frames")
+    assert str(text).encode() == data and raw is None
+    assert orjson.loads(str(meta)) == {"stream": "post", "status": 200}
+
+
+def test_nul_byte_frame_keeps_its_exact_bytes_in_raw(store: Store, db_path: Path) -> None:
+    data = b'{"jsonrpc":"2.0","method":"x"}\x00trailing'
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    writer.add_frame(sid, 1, Frame(data, "c2s"))
+    writer.close()
+    [(text, raw)] = rows(db_path, "SELECT text, raw FROM frames")
+    assert raw == data and "\x00" not in str(text)
+
+
+def test_frame_over_64_mib_is_cut_keeping_its_full_size_and_a_truncated_flag(
+    store: Store, db_path: Path
+) -> None:
+    head = b'{"jsonrpc":"2.0","id":5,"result":{"blob":"'
+    data = head + b"a" * MAX_FRAME_BYTES + b'"}}'
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    writer.add_frame(sid, 1, Frame(data, "s2c", meta={"stream": "get"}))
+    writer.close()
+    assert writer.errors == []
+    [(size, kind, text_length, raw_length, raw_head, meta)] = rows(
+        db_path,
+        "SELECT size, kind, length(CAST(text AS BLOB)), length(raw), substr(raw, 1, ?), meta FROM frames",
+        len(head),
+    )
+    assert size == len(data)
+    assert kind == "response"  # classified from the whole frame
+    assert text_length == raw_length == MAX_FRAME_BYTES
+    assert raw_head == head
+    assert orjson.loads(str(meta)) == {"stream": "get", "truncated": True}
+    # The cut frame is no longer JSON; the views must still answer.
+    assert rows(db_path, "SELECT count(*) FROM exchanges") == [(0,)]
+
+
+def test_burst_of_10000_frames_is_all_written_in_order(store: Store, db_path: Path) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer(batch_size=500)
+    for seq in range(1, 10_001):
+        if seq % 2:
+            writer.add_frame(sid, seq, Frame(request(seq // 2), "c2s"))
+        else:
+            writer.add_frame(sid, seq, Frame(result(seq // 2 - 1), "s2c"))
+    writer.flush()
+    assert writer.frames_written == 10_000 and writer.errors == []
+    assert rows(db_path, "SELECT count(*), min(seq), max(seq) FROM frames") == [(10_000, 1, 10_000)]
+    # Inserted in queue order: ids follow seqs.
+    out_of_order = (
+        "SELECT count(*) FROM (SELECT seq, lag(seq) OVER (ORDER BY id) AS previous FROM frames)"
+        " WHERE seq <> previous + 1"
+    )
+    assert rows(db_path, out_of_order) == [(0,)]
+    writer.close()
+
+
+def test_frames_events_and_session_updates_are_applied_in_the_order_queued(
+    store: Store, db_path: Path
+) -> None:
+    with sqlite3.connect(db_path) as conn:
+        conn.executescript(
+            """
+            CREATE TABLE applied (id INTEGER PRIMARY KEY, what TEXT);
+            CREATE TRIGGER log_frame AFTER INSERT ON frames BEGIN
+              INSERT INTO applied (what) VALUES ('frame ' || NEW.seq); END;
+            CREATE TRIGGER log_event AFTER INSERT ON events BEGIN
+              INSERT INTO applied (what) VALUES ('event ' || NEW.text); END;
+            CREATE TRIGGER log_update AFTER UPDATE ON sessions BEGIN
+              INSERT INTO applied (what) VALUES ('session ' || NEW.status); END;
+            """
+        )
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    writer.add_frame(sid, 1, Frame(request(1), "c2s"))
+    writer.update_session(sid, status="greeted")
+    writer.add_event(sid, "stderr", "one", data={"line": 1})
+    writer.add_frame(sid, 2, Frame(result(1), "s2c"))
+    writer.add_event(sid, "stderr", "two")
+    writer.add_frame(sid, 3, Frame(request(2), "c2s"))
+    writer.update_session(sid, status="ok", ended_at=2.0)
+    writer.close()
+    assert [what for (what,) in rows(db_path, "SELECT what FROM applied ORDER BY id")] == [
+        "frame 1",
+        "session greeted",
+        "event one",
+        "frame 2",
+        "event two",
+        "frame 3",
+        "session ok",
+    ]
+    assert rows(db_path, "SELECT kind, text, data FROM events ORDER BY id") == [
+        ("stderr", "one", '{"line":1}'),
+        ("stderr", "two", None),
+    ]
+
+
+def test_update_with_an_unknown_column_fails_at_once(store: Store) -> None:
+    writer = store.writer()
+    with pytest.raises(TypeError, match="no column bogus"):
+        writer.update_session("x", bogus=1)
+
+
+def test_drain_waits_while_the_database_is_locked_and_resumes_after(store: Store, db_path: Path) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer(batch_size=10, max_backlog=40)
+
+    async def scenario() -> None:
+        lock = WriteLock(db_path)
+        for seq in range(1, 101):
+            writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
+        assert writer.over_limit
+        drained = asyncio.ensure_future(writer.drain())
+        await asyncio.sleep(0.3)
+        assert not drained.done()  # the writer cannot commit: back-pressure holds
+        lock.release()
+        await asyncio.wait_for(drained, timeout=60)
+        assert not writer.over_limit
+
+    asyncio.run(scenario())
+    writer.close()
+    assert writer.errors == []
+    assert rows(db_path, "SELECT count(*) FROM frames") == [(100,)]
+
+
+def test_drain_returns_at_once_when_under_the_limit(store: Store) -> None:
+    writer = store.writer(max_backlog=1000)
+    writer.add_frame(store.create_session(mode="record"), 1, Frame(request(1), "c2s"))
+    assert not writer.over_limit
+
+    async def scenario() -> bool:
+        task = asyncio.ensure_future(writer.drain())
+        await asyncio.sleep(0)
+        return task.done()
+
+    assert asyncio.run(scenario())
+
+
+def test_backlog_limit_counts_bytes_too(store: Store, db_path: Path) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer(max_backlog=1000, max_backlog_bytes=10_000)
+    lock = WriteLock(db_path)
+    writer.add_frame(sid, 1, Frame(result(1, {"blob": "x" * 20_000}), "s2c"))
+    assert writer.over_limit
+    lock.release()
+    writer.flush()
+    assert not writer.over_limit
+
+
+def test_flush_with_a_timeout_reports_a_writer_that_cannot_catch_up(store: Store, db_path: Path) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    lock = WriteLock(db_path)
+    writer.add_frame(sid, 1, Frame(request(1), "c2s"))
+    with pytest.raises(StoreError, match=r"did not catch up within 0\.2 s"):
+        writer.flush(timeout=0.2)
+    lock.release()
+    writer.flush()
+    assert rows(db_path, "SELECT count(*) FROM frames") == [(1,)]
+
+
+def test_a_bad_row_is_reported_once_and_the_rest_of_its_batch_is_written(
+    store: Store, db_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    writer.add_frame(sid, 1, Frame(request(1), "c2s"))
+    writer.add_frame("no-such-session", 1, Frame(request(2), "c2s"))  # violates the foreign key
+    writer.add_frame(sid, 1, Frame(request(3), "c2s"))  # duplicate seq
+    writer.add_frame(sid, 2, Frame(request(4), "c2s"))
+    writer.flush()
+    writer.add_frame(sid, 3, Frame(request(5), "c2s"))
+    writer.close()
+    assert rows(db_path, "SELECT seq, rpc_id FROM frames ORDER BY seq") == [(1, "1"), (2, "4"), (3, "5")]
+    assert writer.frames_written == 3
+    assert any("FOREIGN KEY" in error for error in writer.errors)
+    assert any("UNIQUE" in error for error in writer.errors)
+    stderr = capfd.readouterr().err
+    assert stderr.count("FOREIGN KEY") == 1
+    assert "mcptape: recording error:" in stderr
+
+
+def test_close_flushes_is_idempotent_and_later_frames_are_reported_not_raised(
+    store: Store, db_path: Path
+) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    for seq in range(1, 51):
+        writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
+    writer.close()
+    writer.close()
+    assert rows(db_path, "SELECT count(*) FROM frames") == [(50,)]
+    writer.add_frame(sid, 51, Frame(request(51), "c2s"))
+    writer.flush()
+    assert any("after the writer closed" in error for error in writer.errors)
+
+
+def test_close_from_a_signal_handler_flushes_without_deadlock(store: Store, db_path: Path) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer(batch_size=50)
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: writer.close())
+    try:
+        seq = 0
+        while seq < 20_000:
+            seq += 1
+            writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
+            if seq == 5_000:
+                os.kill(os.getpid(), signal.SIGUSR1)  # the handler runs amid the next add_frame calls
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    writer.close()
+    [(count, last)] = rows(db_path, "SELECT count(*), max(seq) FROM frames")
+    late = [error for error in writer.errors if "after the writer closed" in error]
+    # Everything queued before close() is in; everything after is accounted for as reported.
+    assert count == last and isinstance(count, int) and count >= 5_000
+    assert late and late[-1].startswith(f"{20_000 - count} item(s)")
+
+
+def test_writer_retries_past_the_busy_timeout_and_drops_nothing(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import threading
+
+    from mcptape.store import engine
+
+    monkeypatch.setattr(engine, "BUSY_TIMEOUT_S", 0.1)  # so a short lock outlasts it
+    with open_store(str(db_path)) as store:
+        sid = store.create_session(mode="record")
+        writer = store.writer(batch_size=10)
+        lock = WriteLock(db_path)
+        for seq in range(1, 31):
+            writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
+        releaser = threading.Timer(1.0, lock.release)
+        releaser.start()
+        writer.flush(timeout=60)
+        releaser.join()
+        writer.close()
+    assert rows(db_path, "SELECT count(*) FROM frames") == [(30,)]
+    assert len(writer.errors) == 1 and "still retrying: nothing is dropped" in writer.errors[0]
+    assert capfd.readouterr().err.count("stayed locked") == 1
