@@ -65,6 +65,12 @@ def burst(proc: subprocess.Popen[bytes], n: int) -> float:
     return elapsed
 
 
+def cpu_seconds(pid: int) -> float:
+    """User+system CPU time a process has used so far (Linux /proc), robust to machine noise."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def finish(proc: subprocess.Popen[bytes]) -> None:
     assert proc.stdin is not None
     proc.stdin.close()
@@ -88,11 +94,16 @@ def main() -> None:
         d, r = start(ECHO), start(recorded)
         round_trips(d, 200)
         round_trips(r, 200)  # warm-up: imports, database creation
+        cpu_relay = 0.0
         for _ in range(5):
             direct_lat += round_trips(d, args.requests // 5)
+            before = cpu_seconds(r.pid)
             relay_lat += round_trips(r, args.requests // 5)
+            cpu_relay += cpu_seconds(r.pid) - before
         direct_burst = burst(d, args.burst)
+        before = cpu_seconds(r.pid)
         relay_burst = burst(r, args.burst)
+        cpu_burst = cpu_seconds(r.pid) - before
         finish(d)
         finish(r)
 
@@ -103,12 +114,16 @@ def main() -> None:
         print(f"  record  median round trip  {med_r:.3f} ms")
         print(f"  added median latency       {med_r - med_d:.3f} ms   (target < 0.1 ms per request)")
         print(f"  ratio record/direct        {med_r / med_d:.2f}x")
+        print(
+            f"  mcptape CPU per request    {cpu_relay / len(relay_lat) * 1e6:.0f} us (2 frames, all threads)"
+        )
         fd = 2 * args.burst / direct_burst
         fr = 2 * args.burst / relay_burst
         print(f"pipelined burst: {args.burst} requests + {args.burst} echoes")
         print(f"  direct  {fd:,.0f} frames/s")
         print(f"  record  {fr:,.0f} frames/s   (target >= 20,000 frames/s)")
         print(f"  ratio record/direct        {fr / fd:.2f}x")
+        print(f"  mcptape CPU per frame      {cpu_burst / (2 * args.burst) * 1e6:.1f} us")
         import sqlite3
 
         con = sqlite3.connect(db)

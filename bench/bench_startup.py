@@ -26,7 +26,9 @@ def timed(argv: list[str], runs: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
     bare = timed([sys.executable, "-c", "pass"], args.runs)

@@ -150,14 +150,14 @@ async def _record(
         addons.call_sync("event", session, "stderr", line.decode("utf-8", errors="replace"), None)
 
     try:
-        server = await ProcessLink.spawn(argv, env=env, cwd=cwd, on_stderr=on_stderr, echo_stderr=echo_stderr)
+        server = ProcessLink.spawn(argv, env=env, cwd=cwd, on_stderr=on_stderr, echo_stderr=echo_stderr)
     except SpawnError as exc:
         recorder.event(session, "error", str(exc), {"argv": argv})
         writer.update_session(session_id, status="error", error=str(exc), ended_at=_now())  # type: ignore[attr-defined]
         click.echo(f"mcptape: error: {exc}", err=True)
         return 2
     recorder.event(session, "process_start", description, {"pid": server.pid, "argv": argv, "cwd": cwd})
-    client = await open_stdio_link()
+    client = open_stdio_link()
     relay = Relay(client, server, addons, session, grace=grace)
 
     loop = asyncio.get_running_loop()

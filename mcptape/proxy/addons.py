@@ -3,13 +3,19 @@
 Hooks, each optional, sync or async unless noted:
 
 - ``session_start(session: SessionContext)``: the relay is about to pump frames.
-- ``frame(flow: Flow)``: a frame arrived from a peer (or was injected). The addon may
+- ``frame(flow: Flow)``: a frame arrived from a peer. The addon may
   ``flow.reply(...)`` (answer it: the answer goes back where the frame came from and
   the frame is not forwarded), ``flow.replace(...)`` or ``flow.drop()``. Addons run in
   order; once one has answered or dropped a flow, later ones are not asked.
 - ``frame_done(flow: Flow)``: the decision is made; the frame is about to be forwarded
   (or not). Observers such as the recorder live here, so they see every frame that
-  arrived, whatever the deciders did. Awaiting here slows the relay (back-pressure).
+  arrived, whatever the deciders did, and the frames mcptape writes itself
+  (``flow.injected``). A hook that returns an awaitable slows the relay until it is
+  done (back-pressure).
+
+``frame`` and ``frame_done`` run on the links' reader threads (see ``links``), so they
+must be quick and thread-safe; an async ``frame`` hook, or an awaitable returned by
+either, runs on the event loop while the reader waits.
 - ``event(session: SessionContext, kind: str, text: str | None, data: object)``: sync only;
   something that is not a frame happened (stderr line, process exit, error).
 - ``session_end(session: SessionContext, outcome: Outcome)``: the session is over.
@@ -20,6 +26,7 @@ goes on without that call's effect.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import sys
 from collections.abc import Awaitable, Callable
@@ -129,19 +136,34 @@ class AddonManager:
             except Exception as exc:
                 self._failed(addon, hook, exc)
 
-    async def decide(self, flow: Flow) -> None:
-        for addon, fn, is_async in self._hooks["frame"]:
+    def decide_blocking(self, flow: Flow, loop: asyncio.AbstractEventLoop) -> None:
+        """Run the ``frame`` hooks from a link's reader thread; async ones run on ``loop``."""
+        for addon, fn, _ in self._hooks["frame"]:
             try:
                 result = fn(flow)
-                if is_async:
-                    await result
+                if result is not None:
+                    _wait_on(loop, result)
             except Exception as exc:
                 self._failed(addon, "frame", exc)
             if flow.decided:
                 return
 
+    def frame_done_blocking(self, flow: Flow, loop: asyncio.AbstractEventLoop) -> None:
+        """Run the ``frame_done`` hooks from a link's reader thread.
+
+        A hook that returns an awaitable (the recorder does when its writer is behind)
+        is awaited on ``loop`` while this thread waits: that is the back-pressure.
+        """
+        for addon, fn, _ in self._hooks["frame_done"]:
+            try:
+                result = fn(flow)
+                if result is not None:
+                    _wait_on(loop, result)
+            except Exception as exc:
+                self._failed(addon, "frame_done", exc)
+
     async def frame_done(self, flow: Flow) -> None:
-        # A sync observer may return an awaitable when it needs the relay to wait (back-pressure).
+        """Run the ``frame_done`` hooks on the event loop (for frames mcptape writes itself)."""
         for addon, fn, _ in self._hooks["frame_done"]:
             try:
                 result: Awaitable[Any] | None = fn(flow)
@@ -156,3 +178,12 @@ class AddonManager:
                 fn(*args)
             except Exception as exc:
                 self._failed(addon, hook, exc)
+
+
+async def _await(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+def _wait_on(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any]) -> Any:
+    """Await ``awaitable`` on ``loop`` from another thread, blocking this one until it is done."""
+    return asyncio.run_coroutine_threadsafe(_await(awaitable), loop).result()

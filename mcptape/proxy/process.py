@@ -6,14 +6,17 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
 from mcptape.proxy.framing import LineSplitter
-from mcptape.proxy.links import READ_CHUNK, StreamLink
+from mcptape.proxy.links import READ_CHUNK, FdLink
 
 STDERR_TAIL = 20
+POLL_S = 0.01
 
 
 class SpawnError(Exception):
@@ -21,7 +24,7 @@ class SpawnError(Exception):
 
 
 def describe_status(returncode: int) -> str:
-    """Words for a process's exit status as asyncio reports it (negative: killed by a signal)."""
+    """Words for a process's exit status as Python reports it (negative: killed by a signal)."""
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
@@ -36,26 +39,27 @@ def shell_status(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-class ProcessLink(StreamLink):
+class ProcessLink(FdLink):
     """A spawned MCP server: frames on its stdin/stdout, log lines on its stderr."""
 
     def __init__(
         self,
-        proc: asyncio.subprocess.Process,
+        proc: subprocess.Popen[bytes],
         on_stderr: Callable[[bytes], None] | None,
         echo_stderr: bool,
     ) -> None:
-        assert proc.stdout is not None and proc.stdin is not None
-        super().__init__(proc.stdout, proc.stdin, "s2c")
+        assert proc.stdout is not None and proc.stdin is not None and proc.stderr is not None
+        super().__init__(proc.stdout.fileno(), proc.stdin.fileno(), "s2c", "server")
         self.proc = proc
         self.pid = proc.pid
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self._on_stderr = on_stderr
         self._echo_stderr = echo_stderr
-        self._stderr_task = asyncio.ensure_future(self._pump_stderr())
+        self._stderr_thread = threading.Thread(target=self._pump_stderr, name="mcptape-stderr", daemon=True)
+        self._stderr_thread.start()
 
     @classmethod
-    async def spawn(
+    def spawn(
         cls,
         argv: Sequence[str],
         *,
@@ -69,14 +73,14 @@ class ProcessLink(StreamLink):
         if env:
             full_env.update(env)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 env=full_env,
                 cwd=cwd,
-                limit=1 << 26,
+                bufsize=0,
             )
         except FileNotFoundError as exc:
             missing = cwd if cwd and not os.path.isdir(cwd) else argv[0]
@@ -87,13 +91,22 @@ class ProcessLink(StreamLink):
             raise SpawnError(f"cannot start the server {argv[0]!r}: {exc.strerror or exc}") from exc
         return cls(proc, on_stderr, echo_stderr)
 
-    async def _pump_stderr(self) -> None:
-        stream = self.proc.stderr
-        assert stream is not None
+    def _close_write_fd(self) -> None:
+        # The Popen object owns the descriptor: closing it there keeps it from being closed twice.
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+
+    def _pump_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        fd = self.proc.stderr.fileno()
         splitter = LineSplitter()
         out = sys.stderr.buffer
         while True:
-            chunk = await stream.read(READ_CHUNK)
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except OSError:
+                chunk = b""
             lines = splitter.feed(chunk) if chunk else []
             if not chunk:
                 rest = splitter.finish()
@@ -102,7 +115,7 @@ class ProcessLink(StreamLink):
             for line in lines:
                 self.stderr_tail.append(line.decode("utf-8", errors="replace"))
                 if self._echo_stderr:
-                    with contextlib.suppress(OSError):
+                    with contextlib.suppress(OSError, ValueError):
                         out.write(line + b"\n")
                         out.flush()
                 if self._on_stderr is not None:
@@ -112,22 +125,26 @@ class ProcessLink(StreamLink):
 
     async def stderr_done(self, timeout: float = 2.0) -> None:
         """Wait (briefly) until every stderr line has been read and reported."""
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._stderr_task), timeout)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._stderr_thread.is_alive() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(POLL_S)
 
     async def wait(self) -> int:
         """Wait for the process to exit; its returncode (negative when killed by a signal)."""
-        return await self.proc.wait()
+        # Polling keeps waiting off the default executor, whose threads asyncio.run joins at exit.
+        while (code := self.proc.poll()) is None:
+            await asyncio.sleep(POLL_S)
+        return code
 
     async def shutdown(self, grace: float = 2.0) -> int:
         """Stop the server gracefully: close its stdin, then SIGTERM, then SIGKILL, a grace apart."""
-        await self.close_send()
+        self.close_send()
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
-            if self.proc.returncode is not None:
+            if self.proc.poll() is not None:
                 break
             if sig is not None:
                 with contextlib.suppress(ProcessLookupError):
                     self.proc.send_signal(sig)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.proc.wait(), grace)
-        return await self.proc.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wait(), grace)
+        return await self.wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,8 @@ class Recorder:
         self.writer = writer
         self.session_id = session_id
         self.seq = 0
+        # Both links' reader threads record: sequence numbers must follow queue order.
+        self._lock = threading.Lock()
         # Handshake learning: ids of hello requests awaiting their result; stop once complete.
         self._hello_ids: dict[str, str] = {}
         self._client_known = False
@@ -33,20 +36,21 @@ class Recorder:
 
     def frame_done(self, flow: Flow) -> Awaitable[Any] | None:
         frame = flow.frame
-        self.seq += 1
-        flow.seq = self.seq
-        self.writer.add_frame(self.session_id, self.seq, frame)
-        if flow.replacement is not None:
+        with self._lock:
             self.seq += 1
-            replacement = flow.replacement
-            replacement.meta = {**(replacement.meta or {}), "replaces": flow.seq}
-            self.writer.add_frame(self.session_id, self.seq, replacement)
-        if not (self._client_known and self._server_known):
-            if self._looks_left:
-                self._looks_left -= 1
-                self._learn(flow)
-            elif self._hello_ids or frame.method in HELLO_METHODS:
-                self._learn(flow)
+            flow.seq = self.seq
+            self.writer.add_frame(self.session_id, self.seq, frame)
+            if flow.replacement is not None:
+                self.seq += 1
+                replacement = flow.replacement
+                replacement.meta = {**(replacement.meta or {}), "replaces": flow.seq}
+                self.writer.add_frame(self.session_id, self.seq, replacement)
+            if not (self._client_known and self._server_known):
+                if self._looks_left:
+                    self._looks_left -= 1
+                    self._learn(flow)
+                elif self._hello_ids or frame.method in HELLO_METHODS:
+                    self._learn(flow)
         if self.writer.over_limit:
             return self.writer.drain()
         return None
