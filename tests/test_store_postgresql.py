@@ -27,7 +27,7 @@ import pytest
 from mcptape.frames import Frame
 from mcptape.migrations import runner
 from mcptape.store import open_store
-from mcptape.store.writer import FRAME_COLUMNS, frame_row
+from mcptape.store.rows import FRAME_COLUMNS, frame_row
 from tests.conftest import CORPUS
 
 T0 = 1_700_000_000.0
@@ -213,6 +213,18 @@ def test_migration_sql_creates_the_schema_and_views_and_downgrades_cleanly(postg
     assert (
         postgres.psql("-At", "-c", "SELECT version_num FROM alembic_version").strip() == runner.HEAD_REVISION
     )
+    # Ids and sizes are 64-bit: a busy team database passes 2**31 frames.
+    types = postgres.psql(
+        "-At",
+        "-c",
+        "SELECT table_name || '.' || column_name, data_type FROM information_schema.columns "
+        "WHERE (table_name, column_name) IN (('frames','id'), ('events','id'), ('frames','size'))",
+    )
+    assert dict(line.split("|") for line in types.split()) == {
+        "frames.id": "bigint",
+        "events.id": "bigint",
+        "frames.size": "bigint",
+    }
     postgres.psql(stdin=migration_sql("downgrade", f"{runner.HEAD_REVISION}:base"))
     left = postgres.psql(
         "-At", "-c", "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace"

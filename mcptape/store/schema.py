@@ -11,6 +11,7 @@ their size), so ``raw if raw is not None else text.encode()`` gives them back.
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     Float,
     ForeignKey,
@@ -24,6 +25,10 @@ from sqlalchemy import (
 )
 
 metadata = MetaData()
+
+# 64-bit ids on PostgreSQL (SERIAL stops at 2**31 frames); on SQLite an INTEGER
+# PRIMARY KEY is the 64-bit rowid already, and BIGINT would stop it being one.
+BIG_ID = BigInteger().with_variant(Integer(), "sqlite")
 
 sessions = Table(
     "sessions",
@@ -55,7 +60,7 @@ sessions = Table(
 frames = Table(
     "frames",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", BIG_ID, primary_key=True, autoincrement=True),
     Column("session_id", String(32), ForeignKey("sessions.id"), nullable=False),
     Column("seq", Integer, nullable=False),  # 1, 2, ... per session, both directions, in order seen
     Column("ts", Float, nullable=False),
@@ -64,7 +69,7 @@ frames = Table(
     Column("kind", String(16), nullable=False),  # request notification response error batch malformed
     Column("method", Text),
     Column("rpc_id", Text),  # the id as compact JSON: 1 and "1" stay distinct
-    Column("size", Integer, nullable=False),  # bytes on the wire
+    Column("size", BigInteger, nullable=False),  # bytes on the wire
     Column("text", Text, nullable=False),
     Column("raw", LargeBinary),  # exact bytes when text cannot hold them
     Column("meta", Text),  # JSON: transport metadata
@@ -76,7 +81,7 @@ frames = Table(
 events = Table(
     "events",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("id", BIG_ID, primary_key=True, autoincrement=True),
     Column("session_id", String(32), ForeignKey("sessions.id"), nullable=False),
     Column("ts", Float, nullable=False),
     Column("kind", String(32), nullable=False),  # stderr, process_start, process_exit, error, signal

@@ -16,6 +16,10 @@ from alembic import op
 
 from mcptape.store.views import VIEWS_V1, create_statements, drop_statements
 
+# 64-bit ids on PostgreSQL (SERIAL stops at 2**31 frames); on SQLite an INTEGER
+# PRIMARY KEY is the 64-bit rowid already, and BIGINT would stop it being one.
+BIG_ID = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
 revision: str = "0001"
 down_revision: str | None = None
 branch_labels: str | None = None
@@ -50,7 +54,7 @@ def upgrade() -> None:
     )
     op.create_table(
         "frames",
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("id", BIG_ID, primary_key=True, autoincrement=True),
         sa.Column("session_id", sa.String(32), sa.ForeignKey("sessions.id"), nullable=False),
         sa.Column("seq", sa.Integer, nullable=False),
         sa.Column("ts", sa.Float, nullable=False),
@@ -59,7 +63,7 @@ def upgrade() -> None:
         sa.Column("kind", sa.String(16), nullable=False),
         sa.Column("method", sa.Text),
         sa.Column("rpc_id", sa.Text),
-        sa.Column("size", sa.Integer, nullable=False),
+        sa.Column("size", sa.BigInteger, nullable=False),
         sa.Column("text", sa.Text, nullable=False),
         sa.Column("raw", sa.LargeBinary),
         sa.Column("meta", sa.Text),
@@ -69,7 +73,7 @@ def upgrade() -> None:
     op.create_index("ix_frames_method", "frames", ["method"])
     op.create_table(
         "events",
-        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("id", BIG_ID, primary_key=True, autoincrement=True),
         sa.Column("session_id", sa.String(32), sa.ForeignKey("sessions.id"), nullable=False),
         sa.Column("ts", sa.Float, nullable=False),
         sa.Column("kind", sa.String(32), nullable=False),
