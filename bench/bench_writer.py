@@ -32,7 +32,7 @@ import orjson
 
 from mcptape.frames import Frame
 from mcptape.store import open_store
-from mcptape.store.writer import FRAME_COLUMNS, frame_row
+from mcptape.store.rows import FRAME_COLUMNS, frame_row
 
 BIG_TEXT = "x" * 4096
 

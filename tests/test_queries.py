@@ -6,7 +6,8 @@ import json
 from typing import Any
 
 from mcptape.cli.sessions import format_duration, status_text
-from mcptape.cli.show import Timeline, merge, render_line, summarize_request, summarize_result
+from mcptape.cli.show import Timeline, merge, render_line
+from mcptape.cli.summaries import summarize_request, summarize_result
 from mcptape.frames import Frame
 from mcptape.store.queries import (
     SessionKey,

@@ -14,7 +14,7 @@ import pytest
 
 from mcptape.frames import Frame
 from mcptape.store import Store, StoreError, open_store
-from mcptape.store.writer import MAX_FRAME_BYTES
+from mcptape.store.rows import MAX_FRAME_BYTES
 
 
 @pytest.fixture

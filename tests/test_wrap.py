@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcptape.cli.wrap import mcptape_launcher, unwrap_servers, wrap_servers, wrapped_split
+from mcptape.wrapping import mcptape_launcher, unwrap_servers, wrap_servers, wrapped_split
 from tests.conftest import MCPTAPE, ROOT
 
 CLAUDE = ROOT / "tests" / "data" / "configs" / "claude_desktop_config.json"

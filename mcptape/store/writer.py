@@ -29,29 +29,13 @@ import time
 from collections import deque
 from typing import Any, Final
 
-import orjson
 import sqlalchemy as sa
 
 from mcptape.frames import Frame
 from mcptape.store.engine import StoreError, describe_error, session_values
+from mcptape.store.rows import EVENT_COLUMNS, FRAME_COLUMNS, _insert_sql, frame_row, json_text
 from mcptape.store.schema import events, frames, sessions
 
-MAX_FRAME_BYTES: Final = 64 << 20
-FRAME_COLUMNS: Final = (
-    "session_id",
-    "seq",
-    "ts",
-    "direction",
-    "origin",
-    "kind",
-    "method",
-    "rpc_id",
-    "size",
-    "text",
-    "raw",
-    "meta",
-)
-EVENT_COLUMNS: Final = ("session_id", "ts", "kind", "text", "data")
 _MAX_ERRORS: Final = 100
 # Group commit: after a batch smaller than batch_size, wait this long before taking
 # the next, so light traffic costs one transaction per interval instead of one per
@@ -69,60 +53,6 @@ _FLUSH: Final = 3
 _STOP: Final = 4
 
 Op = tuple[int, list[Any]]  # (tag, rows): consecutive items of one kind, applied together
-
-
-def frame_row(session_id: str, seq: int, frame: Frame) -> tuple[Any, ...]:
-    """The ``frames`` row of a frame, in :data:`FRAME_COLUMNS` order.
-
-    ``text`` is the bytes as UTF-8; when that cannot hold them exactly (invalid UTF-8,
-    a NUL byte, which PostgreSQL text refuses) ``raw`` keeps the bytes. A frame over
-    :data:`MAX_FRAME_BYTES` keeps its first bytes, its full ``size`` and
-    ``{"truncated": true}`` in ``meta``.
-    """
-    data = frame.data
-    size = len(data)
-    meta = frame.meta
-    raw: bytes | None = None
-    if size > MAX_FRAME_BYTES:
-        data = raw = data[:MAX_FRAME_BYTES]
-        meta = {**meta, "truncated": True} if meta else {"truncated": True}
-    try:
-        text = data.decode()
-    except UnicodeDecodeError:
-        text = data.decode(errors="replace")
-        raw = data
-    if "\x00" in text:
-        text = text.replace("\x00", "\ufffd")
-        raw = data
-    return (
-        session_id,
-        seq,
-        frame.ts,
-        frame.direction,
-        frame.origin,
-        frame.kind,
-        frame.method,
-        frame.rpc_id,
-        size,
-        text,
-        raw,
-        None if meta is None else json_text(meta),
-    )
-
-
-def json_text(value: object) -> str:
-    """Compact JSON for a metadata value; what JSON cannot hold is written as its ``str()``."""
-    try:
-        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return orjson.dumps(repr(value)).decode()
-
-
-def _insert_sql(table: sa.Table, columns: tuple[str, ...], paramstyle: str) -> str | None:
-    marker = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(paramstyle)
-    if marker is None:
-        return None
-    return f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join([marker] * len(columns))})"
 
 
 class Writer:
