@@ -21,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "raw_echo.py")]
+PASSTHROUGH = [sys.executable, str(ROOT / "bench" / "passthrough_relay.py")]
 
 
 def start(argv: list[str]) -> subprocess.Popen[bytes]:
@@ -90,39 +91,49 @@ def main() -> None:
 
         # Interleave the two so drift in machine load hits both alike.
         direct_lat: list[float] = []
+        bare_lat: list[float] = []
         relay_lat: list[float] = []
-        d, r = start(ECHO), start(recorded)
+        d, b, r = start(ECHO), start([*PASSTHROUGH, *ECHO]), start(recorded)
         round_trips(d, 200)
+        round_trips(b, 200)
         round_trips(r, 200)  # warm-up: imports, database creation
         cpu_relay = 0.0
         for _ in range(5):
             direct_lat += round_trips(d, args.requests // 5)
+            bare_lat += round_trips(b, args.requests // 5)
             before = cpu_seconds(r.pid)
             relay_lat += round_trips(r, args.requests // 5)
             cpu_relay += cpu_seconds(r.pid) - before
         direct_burst = burst(d, args.burst)
+        bare_burst = burst(b, args.burst)
         before = cpu_seconds(r.pid)
         relay_burst = burst(r, args.burst)
         cpu_burst = cpu_seconds(r.pid) - before
         finish(d)
+        finish(b)
         finish(r)
 
         med_d = statistics.median(direct_lat) * 1e3
+        med_b = statistics.median(bare_lat) * 1e3
         med_r = statistics.median(relay_lat) * 1e3
         print(f"sequential requests: {len(direct_lat)} each way")
         print(f"  direct  median round trip  {med_d:.3f} ms")
+        print(f"  bare    median round trip  {med_b:.3f} ms   (a pass-through relay process: the hop alone)")
         print(f"  record  median round trip  {med_r:.3f} ms")
         print(f"  added median latency       {med_r - med_d:.3f} ms   (target < 0.1 ms per request)")
-        print(f"  ratio record/direct        {med_r / med_d:.2f}x")
+        print(f"  added over the bare hop    {med_r - med_b:.3f} ms   (mcptape's own work and recording)")
+        print(f"  ratio record/direct        {med_r / med_d:.2f}x   record/bare {med_r / med_b:.2f}x")
         print(
             f"  mcptape CPU per request    {cpu_relay / len(relay_lat) * 1e6:.0f} us (2 frames, all threads)"
         )
         fd = 2 * args.burst / direct_burst
+        fb = 2 * args.burst / bare_burst
         fr = 2 * args.burst / relay_burst
         print(f"pipelined burst: {args.burst} requests + {args.burst} echoes")
         print(f"  direct  {fd:,.0f} frames/s")
+        print(f"  bare    {fb:,.0f} frames/s")
         print(f"  record  {fr:,.0f} frames/s   (target >= 20,000 frames/s)")
-        print(f"  ratio record/direct        {fr / fd:.2f}x")
+        print(f"  ratio record/direct        {fr / fd:.2f}x   record/bare {fr / fb:.2f}x")
         print(f"  mcptape CPU per frame      {cpu_burst / (2 * args.burst) * 1e6:.1f} us")
         import sqlite3
 
