@@ -105,7 +105,7 @@ def render_line(line: Line, start: float) -> str:
     from mcptape.cli.output import one_line
 
     offset = f"{'+' if line.ts >= start else '-'}{abs(line.ts - start):.3f}s"
-    text = f"{offset:>9}  {line.mark}  {line.kind:<12}  {line.method:<26}  {one_line(line.summary)}"
+    text = f"{offset:>9}  {line.mark}  {line.kind:<13} {line.method:<26}  {one_line(line.summary)}"
     return text.rstrip()
 
 
