@@ -186,17 +186,19 @@ def test_database_from_a_newer_mcptape_is_refused(db_path: Path) -> None:
         open_store(str(db_path))
 
 
-def test_directory_given_as_database_raises_store_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("readonly", [False, True])
+def test_directory_given_as_database_raises_store_error(tmp_path: Path, readonly: bool) -> None:
     with pytest.raises(StoreError, match="is a directory"):
-        open_store(str(tmp_path))
+        open_store(str(tmp_path), readonly=readonly)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
-def test_unreadable_database_raises_store_error(db_path: Path) -> None:
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file (CI and these machines run as root)")
+@pytest.mark.parametrize("readonly", [False, True])
+def test_unreadable_database_raises_store_error(db_path: Path, readonly: bool) -> None:
     open_store(str(db_path)).close()
     db_path.chmod(0o000)
     with pytest.raises(StoreError, match="permission denied"):
-        open_store(str(db_path))
+        open_store(str(db_path), readonly=readonly)
 
 
 def test_in_memory_database_is_refused() -> None:

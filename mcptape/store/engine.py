@@ -341,8 +341,16 @@ def _server_engine(url: URL) -> sa.Engine:
         raise StoreError(f"cannot use the database URL {shown}: {str(error).splitlines()[0]}") from None
 
 
+def _refuse_directory(path: Path) -> None:
+    if path.is_dir():
+        raise StoreError(
+            f"{path} is a directory, not a database file: give a file path such as {path / 'mcptape.db'}"
+        )
+
+
 def _sqlite_engine(path: Path, *, create: bool, readonly: bool) -> sa.Engine:
     if readonly:
+        _refuse_directory(path)
         if not path.exists():
             raise StoreError(
                 f"no recording database at {path}: record a session first (mcptape record -- COMMAND) or give --db"
@@ -390,10 +398,7 @@ def _install_sqlite_hooks(engine: sa.Engine, *, readonly: bool) -> None:
 
 
 def _prepare_file(path: Path, *, create: bool) -> None:
-    if path.is_dir():
-        raise StoreError(
-            f"{path} is a directory, not a database file: give a file path such as {path / 'mcptape.db'}"
-        )
+    _refuse_directory(path)
     if path.exists():
         _check_access(path, os.R_OK | os.W_OK)
         return
