@@ -17,7 +17,15 @@ from tests.conftest import ROOT
 DATA = ROOT / "tests" / "data" / "debug_script"
 
 
-def test_recorded_debug_script_call_appears_in_the_tool_calls_view(db_path: Path) -> None:
+# The built-in upstream by name, and the same server spelled out as a command.
+UPSTREAMS = {
+    "registered": ["--upstream", "debug-script"],
+    "command": ["--", sys.executable, "-m", "mcptape.servers.debug_script"],
+}
+
+
+@pytest.mark.parametrize("upstream", list(UPSTREAMS))
+def test_recorded_debug_script_call_appears_in_the_tool_calls_view(db_path: Path, upstream: str) -> None:
     if shutil.which("node") is None:
         pytest.fail(
             "node is not on PATH: this test runs a real Node.js script; install Node.js 18+ (.ci/run does)."
@@ -31,10 +39,7 @@ def test_recorded_debug_script_call_appears_in_the_tool_calls_view(db_path: Path
         str(db_path),
         "--name",
         "dbg",
-        "--",
-        sys.executable,
-        "-m",
-        "mcptape.servers.debug_script",
+        *UPSTREAMS[upstream],
     ]
     params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(DATA))
     arguments = {
