@@ -332,3 +332,34 @@ def test_regular_files_as_stdin_and_stdout_work_too(db_path: Path, tmp_path: Pat
     assert proc.returncode == 0, proc.stderr.decode()
     assert frames_out.read_bytes() == lines
     assert query(db_path, "select count(*) from frames") == [(1000,)]
+
+
+def test_ctrl_c_in_a_terminal_ends_recorder_and_server_without_tracebacks(db_path: Path) -> None:
+    # A terminal's Ctrl-C signals the whole foreground process group: mcptape and the server.
+    proc = subprocess.Popen(
+        [*MCPTAPE, "record", "--db", str(db_path), "--", sys.executable, "-m", "mcptape.servers.demo"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(
+            b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+            b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+        )
+        proc.stdin.flush()
+        assert b'"result"' in proc.stdout.readline()
+        time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGINT
+    assert b"Traceback" not in err
+    assert query(db_path, "select status, server_name from sessions") == [("interrupted", "mcptape-demo")]
+    assert query(
+        db_path, "select count(*) from events where kind = 'stderr' and text like '%Traceback%'"
+    ) == [(0,)]

@@ -162,7 +162,7 @@ async def _record(
 
     loop = asyncio.get_running_loop()
     stopped_by: list[int] = []
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
 
         def on_signal(signum: int = signum) -> None:
             stopped_by.append(signum)

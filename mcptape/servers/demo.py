@@ -9,6 +9,7 @@ of its arguments, so recordings of two runs compare equal after normalisation.
 
 from __future__ import annotations
 
+import signal
 import warnings
 import zlib
 from typing import Any, TypedDict
@@ -153,7 +154,9 @@ def review(code: str, language: str = "python") -> str:
 
 
 def main() -> None:
-    """Serve over stdio until stdin closes."""
+    """Serve over stdio until stdin closes; Ctrl-C ends it quietly."""
+    # Die of SIGINT like any tool, not with a KeyboardInterrupt traceback on stderr.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     server.run("stdio")
 
 
