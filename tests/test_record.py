@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -363,3 +364,24 @@ def test_ctrl_c_in_a_terminal_ends_recorder_and_server_without_tracebacks(db_pat
     assert query(
         db_path, "select count(*) from events where kind = 'stderr' and text like '%Traceback%'"
     ) == [(0,)]
+
+
+def test_upstream_from_a_wrapped_config_is_recorded_once(db_path: Path, tmp_path: Path) -> None:
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"echo": {"command": RAW_ECHO[0], "args": RAW_ECHO[1:]}}}), encoding="utf-8"
+    )
+    wrapped = subprocess.run(
+        [*MCPTAPE, "wrap", str(config), "--db", str(db_path)], capture_output=True, text=True, timeout=30
+    )
+    assert wrapped.returncode == 0, wrapped.stderr
+    proc = subprocess.run(
+        [*MCPTAPE, "record", "--db", str(db_path), "--upstream", "echo", "--config", str(config)],
+        input=b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n',
+        capture_output=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout == b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+    # One session, whose upstream is the original command, not another mcptape.
+    assert query(db_path, "select count(*), min(upstream) like '%raw_echo.py' from sessions") == [(1, 1)]

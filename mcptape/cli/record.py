@@ -117,7 +117,16 @@ def _upstream_command(
                 f"upstream {upstream!r} is a remote server ({spec.url}); "
                 "record runs stdio servers: give a command after --"
             )
-        return list(spec.command), spec.env, spec.cwd, spec.describe()
+        argv = list(spec.command)
+        # An entry `mcptape wrap` rewrote already runs through a recorder: record its
+        # server once, not a recorder recording a recorder.
+        from mcptape.wrapping import wrapped_split
+
+        split = wrapped_split({"command": argv[0], "args": argv[1:]})
+        if split is not None and split[1]:
+            argv = split[1]
+            return argv, spec.env, spec.cwd, shlex.join(argv)
+        return argv, spec.env, spec.cwd, spec.describe()
     if not command:
         raise UserError("no server to record: give the server's command after --, or --upstream NAME")
     return list(command), None, None, shlex.join(command)
