@@ -13,6 +13,7 @@ from mcptape.cli.common import UserError, db_option
 
 if TYPE_CHECKING:
     from mcptape.proxy.addons import Outcome
+    from mcptape.store import Writer
 
 
 @click.command(context_settings={"ignore_unknown_options": False})
@@ -133,7 +134,7 @@ def _upstream_command(
 
 
 async def _record(
-    writer: object,
+    writer: Writer,
     session_id: str,
     argv: list[str],
     env: dict[str, str] | None,
@@ -151,7 +152,7 @@ async def _record(
     from mcptape.proxy.recorder import Recorder
     from mcptape.proxy.relay import Relay
 
-    recorder = Recorder(writer, session_id)  # type: ignore[arg-type]
+    recorder = Recorder(writer, session_id)
     session = SessionContext(session_id, "record", "stdio->stdio", description, name)
     addons = AddonManager([recorder])
 
@@ -162,7 +163,7 @@ async def _record(
         server = ProcessLink.spawn(argv, env=env, cwd=cwd, on_stderr=on_stderr, echo_stderr=echo_stderr)
     except SpawnError as exc:
         recorder.event(session, "error", str(exc), {"argv": argv})
-        writer.update_session(session_id, status="error", error=str(exc), ended_at=_now())  # type: ignore[attr-defined]
+        writer.update_session(session_id, status="error", error=str(exc), ended_at=_now())
         click.echo(f"mcptape: error: {exc}", err=True)
         return 2
     recorder.event(session, "process_start", description, {"pid": server.pid, "argv": argv, "cwd": cwd})
