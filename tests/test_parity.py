@@ -153,3 +153,38 @@ def test_demo_server_gives_the_same_results_through_record(db_path: Path) -> Non
         assert levels == len(plain["logs"])
     finally:
         con.close()
+
+
+def run_modern_scenario(params: StdioServerParameters) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        async with Client(params, mode="auto") as client:
+            return {
+                "version": client.protocol_version,
+                "tools": [t.name for t in (await client.list_tools()).tools],
+                "add": dump(await client.call_tool("add", {"a": 20, "b": 22})),
+                "readme": dump(await client.read_resource("demo://readme")),
+            }
+
+    return anyio.run(main)
+
+
+def test_2026_07_28_session_without_initialize_is_relayed_and_identified(db_path: Path) -> None:
+    server = [sys.executable, "-m", "mcptape.servers.demo"]
+    plain = run_modern_scenario(direct(server))
+    recorded = run_modern_scenario(through_record(server, db_path, "modern"))
+    assert recorded == plain
+    assert recorded["version"] == "2026-07-28"
+    con = sqlite3.connect(db_path)
+    try:
+        # No initialize: identity comes from each request's _meta and the results' _meta.
+        assert con.execute("select count(*) from frames where method = 'initialize'").fetchone() == (0,)
+        version, client_name, server_name, caps = con.execute(
+            "select protocol_version, client_name, server_name, server_capabilities from sessions"
+        ).fetchone()
+        assert (version, client_name, server_name) == ("2026-07-28", "mcp", "mcptape-demo")
+        assert "tools" in json.loads(caps)
+        first = con.execute("select method from exchanges order by request_seq limit 1").fetchone()
+        assert first == ("server/discover",)
+        assert con.execute("select tool, is_error from tool_calls").fetchall() == [("add", 0)]
+    finally:
+        con.close()
