@@ -119,8 +119,8 @@ class Frame:
     origin: Origin | None = None
     ts: float = field(default_factory=time.time)
     meta: dict[str, Any] | None = None
-    _cls: Classification | None = None
-    _msg: Any = _UNPARSED
+    _cls: Classification | None = field(default=None, init=False, repr=False, compare=False)
+    _msg: Any = field(default=_UNPARSED, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.origin is None:

@@ -171,7 +171,9 @@ class Relay:
         stop = asyncio.ensure_future(self._stop.wait())
         try:
             done, _ = await asyncio.wait({c2s, s2c, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if stop in done:
+            # A stop request wins even when a side closed in the same moment (a Ctrl-C
+            # often closes the client's stdin and kills the server as well).
+            if self._stop.is_set():
                 outcome = await self._interrupted(s2c)
             elif s2c in done and s2c.result() != "peer-closed":
                 outcome = await self._upstream_ended()
