@@ -17,9 +17,14 @@ RAW_ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "raw_echo.py")]
 
 
 class Recording:
-    """A running `mcptape record --db DB -- SERVER...` with its stdout lines in a queue."""
+    """A running `mcptape record --db DB -- SERVER...` with its stdout lines in a queue.
 
-    def __init__(self, db: Path, server: list[str], *extra: str, env: dict[str, str] | None = None) -> None:
+    ``db`` is a SQLite file path or any database URL `--db` takes.
+    """
+
+    def __init__(
+        self, db: Path | str, server: list[str], *extra: str, env: dict[str, str] | None = None
+    ) -> None:
         self.db = db
         self.proc = subprocess.Popen(
             [*MCPTAPE, "record", "--db", str(db), *extra, "--", *server],

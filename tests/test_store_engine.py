@@ -206,17 +206,6 @@ def test_in_memory_database_is_refused() -> None:
         open_store("sqlite://")
 
 
-def test_postgresql_without_its_driver_says_how_to_install_it() -> None:
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("psycopg is installed")
-    with pytest.raises(StoreError, match=r"mcptape\[postgres\]"):
-        open_store("postgresql://mcptape@127.0.0.1:1/recordings")
-
-
 def test_readonly_store_neither_creates_nor_migrates(db_path: Path) -> None:
     with pytest.raises(StoreError, match="no recording database"):
         open_store(str(db_path), readonly=True)

@@ -1,23 +1,19 @@
-"""The PostgreSQL side of the migrations and views, on a private PostgreSQL server.
+"""The PostgreSQL side of the migrations and views, checked with ``psql`` on a private server.
 
-psycopg is an optional extra and not installed here, so the server is driven with
-``psql``: the migration's SQL comes from Alembic's offline mode (the same
-revisions, rendered for PostgreSQL), the corpus goes in as INSERTs built from the
-Writer's own rows, and every view must answer as it does on SQLite. Skipped where
-no PostgreSQL server binaries are installed.
+The migration's SQL comes from Alembic's offline mode (what a DBA gets from
+``alembic upgrade head --sql``: the same revisions, rendered for PostgreSQL), the
+corpus goes in as INSERTs built from the Writer's own rows, and every view must
+answer as it does on SQLite. The Python path (psycopg, the writer, the read
+commands) is tested in tests/test_postgres_e2e.py. Skipped where no PostgreSQL
+server binaries are installed.
 """
 
 from __future__ import annotations
 
 import csv
-import glob
 import io
 import json
-import os
-import shutil
 import sqlite3
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +25,7 @@ from mcptape.migrations import runner
 from mcptape.store import open_store
 from mcptape.store.rows import FRAME_COLUMNS, frame_row
 from tests.conftest import CORPUS
+from tests.postgres import Postgres, private_server
 
 T0 = 1_700_000_000.0
 VIEW_QUERIES = {
@@ -63,75 +60,10 @@ CUT = [  # (seq, direction, kind, method, rpc_id, text): kinds from the whole fr
 ]
 
 
-def postgres_bin() -> Path | None:
-    """The folder of initdb, pg_ctl and psql (Debian keeps them out of PATH)."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-    initdb = found[-1] if found else shutil.which("initdb")
-    return Path(initdb).parent if initdb else None
-
-
-class Postgres:
-    """A throw-away PostgreSQL server listening on a Unix socket only."""
-
-    def __init__(self, bindir: Path) -> None:
-        self.bindir = bindir
-        self.home = Path(tempfile.mkdtemp(prefix="mcptape-pg-"))
-        self.as_user: list[str] = []
-        if os.geteuid() == 0:  # initdb refuses to run as root
-            self.as_user = ["runuser", "-u", "postgres", "--"]
-            shutil.chown(self.home, "postgres")
-        self.data = self.home / "data"
-        self.port = "55" + str(os.getpid() % 1000).zfill(3)
-        self._run([str(bindir / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres"])
-        options = f"-p {self.port} -k {self.home} -c listen_addresses= -c fsync=off"
-        self._run(
-            [
-                str(bindir / "pg_ctl"),
-                "-D",
-                str(self.data),
-                "-o",
-                options,
-                "-w",
-                "-l",
-                str(self.home / "log"),
-                "start",
-            ]
-        )
-
-    def _run(self, argv: list[str]) -> None:
-        subprocess.run([*self.as_user, *argv], check=True, capture_output=True, timeout=60)
-
-    def psql(self, *args: str, stdin: str | None = None) -> str:
-        argv = [
-            str(self.bindir / "psql"),
-            "-X",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-q",
-            "-h",
-            str(self.home),
-            "-p",
-            self.port,
-        ]
-        done = subprocess.run(
-            [*argv, "-U", "postgres", *args], input=stdin, capture_output=True, text=True, timeout=60
-        )
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    def stop(self) -> None:
-        self._run([str(self.bindir / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"])
-        shutil.rmtree(self.home, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Postgres]:
-    bindir = postgres_bin()
-    if bindir is None or (os.geteuid() == 0 and not shutil.which("runuser")):
-        pytest.skip("no PostgreSQL server binaries")
-    server = Postgres(bindir)
-    yield server
-    server.stop()
+    with private_server() as server:
+        yield server
 
 
 def migration_sql(direction: str, target: str) -> str:
@@ -198,9 +130,13 @@ def normalise(column: str, value: Any) -> Any:
 
 
 def test_migration_sql_creates_the_schema_and_views_and_downgrades_cleanly(postgres: Postgres) -> None:
-    postgres.psql("-c", "DROP SCHEMA public CASCADE; CREATE SCHEMA public;")
-    postgres.psql(stdin=migration_sql("upgrade", "head"))
-    relations = postgres.psql(
+    database = postgres.create_database()
+
+    def psql(*args: str, stdin: str | None = None) -> str:
+        return postgres.psql(*args, stdin=stdin, database=database)
+
+    psql(stdin=migration_sql("upgrade", "head"))
+    relations = psql(
         "-At", "-c", "SELECT relname, relkind FROM pg_class WHERE relnamespace = 'public'::regnamespace"
     )
     found = dict(line.split("|") for line in relations.split())
@@ -210,11 +146,9 @@ def test_migration_sql_creates_the_schema_and_views_and_downgrades_cleanly(postg
         assert found[view] == "v"
     for index in ("ix_frames_session_seq", "ix_frames_session_rpc", "ix_frames_method", "ix_events_session"):
         assert found[index] == "i"
-    assert (
-        postgres.psql("-At", "-c", "SELECT version_num FROM alembic_version").strip() == runner.HEAD_REVISION
-    )
+    assert psql("-At", "-c", "SELECT version_num FROM alembic_version").strip() == runner.HEAD_REVISION
     # Ids and sizes are 64-bit: a busy team database passes 2**31 frames.
-    types = postgres.psql(
+    types = psql(
         "-At",
         "-c",
         "SELECT table_name || '.' || column_name, data_type FROM information_schema.columns "
@@ -225,22 +159,17 @@ def test_migration_sql_creates_the_schema_and_views_and_downgrades_cleanly(postg
         "events.id": "bigint",
         "frames.size": "bigint",
     }
-    postgres.psql(stdin=migration_sql("downgrade", f"{runner.HEAD_REVISION}:base"))
-    left = postgres.psql(
-        "-At", "-c", "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace"
-    )
+    psql(stdin=migration_sql("downgrade", f"{runner.HEAD_REVISION}:base"))
+    left = psql("-At", "-c", "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace")
     assert sorted(left.split()) == ["alembic_version", "alembic_version_pkc"]
-    assert (
-        postgres.psql("-At", "-c", "SELECT count(*) FROM pg_proc WHERE proname = 'mcptape_jsonb'").strip()
-        == "0"
-    )
+    assert psql("-At", "-c", "SELECT count(*) FROM pg_proc WHERE proname = 'mcptape_jsonb'").strip() == "0"
 
 
 def test_postgresql_views_answer_like_the_sqlite_views(postgres: Postgres, db_path: Path) -> None:
     rows = frame_rows()
-    postgres.psql("-c", "DROP SCHEMA public CASCADE; CREATE SCHEMA public;")
-    postgres.psql(stdin=migration_sql("upgrade", "head"))
-    postgres.psql(stdin=inserts(rows))
+    database = postgres.create_database()
+    postgres.psql(stdin=migration_sql("upgrade", "head"), database=database)
+    postgres.psql(stdin=inserts(rows), database=database)
     with open_store(str(db_path)) as store, store.engine.begin() as conn:
         for session in sorted({row[0] for row in rows}):
             conn.exec_driver_sql(
@@ -257,7 +186,7 @@ def test_postgresql_views_answer_like_the_sqlite_views(postgres: Postgres, db_pa
                 [normalise(c, v if v is None else str(v)) for c, v in zip(columns, r, strict=True)]
                 for r in cursor
             ]
-            table = list(csv.reader(io.StringIO(postgres.psql("--csv", "-c", sql))))
+            table = list(csv.reader(io.StringIO(postgres.psql("--csv", "-c", sql, database=database))))
             assert table[0] == columns, view
             got = [[normalise(c, v) for c, v in zip(columns, r, strict=True)] for r in table[1:]]
             assert got == expected, view

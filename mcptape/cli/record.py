@@ -84,11 +84,11 @@ def record(
 
     try:
         store = open_store(db)
+        session_id = store.create_session(
+            mode="record", name=name or upstream, transport="stdio->stdio", upstream=description
+        )
     except StoreError as exc:
         raise UserError(str(exc)) from exc
-    session_id = store.create_session(
-        mode="record", name=name or upstream, transport="stdio->stdio", upstream=description
-    )
     writer = store.writer()
     code = 1
     try:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 import click
 
@@ -11,6 +12,8 @@ from mcptape.cli.output import output_options
 
 # How the databases say a statement tried to write (SQLite, then PostgreSQL).
 _READONLY_SIGNS: Final = ("readonly database", "read-only transaction")
+# How they say a query held more than one statement (SQLite, then PostgreSQL).
+_SEVERAL_SIGNS: Final = ("one statement at a time", "cannot insert multiple commands")
 # Messages about the database file itself rather than the query.
 _FILE_SIGNS: Final = (
     "file is not a database",
@@ -26,14 +29,29 @@ def error_message(message: str, where: str) -> str:
     if any(sign in lowered for sign in _READONLY_SIGNS):
         return (
             f"the database is opened read-only: {message}; `mcptape sql` only reads "
-            "(change a recording with the sqlite3 shell, on a copy)"
+            "(change a recording with the sqlite3 or psql shell, on a copy)"
         )
+    if any(sign in lowered for sign in _SEVERAL_SIGNS):
+        return f"give one SQL statement at a time ({message}); `mcptape sql` runs a single query"
     if any(sign in lowered for sign in _FILE_SIGNS):
         return (
             f"cannot read {where} as a recording database (SQLite: {message}); "
             "give --db (or MCPTAPE_DB) the path of a database mcptape recorded into"
         )
     return f"SQL error: {message}"
+
+
+def plain_numbers(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    """Rows with exact numbers (PostgreSQL's numeric, e.g. ``sum(size)`` or ``error_code``) as the
+    int or float SQLite would give, so --json prints numbers, not strings, on either database."""
+    from decimal import Decimal
+
+    def plain(value: Any) -> Any:
+        if not isinstance(value, Decimal) or not value.is_finite():
+            return value
+        return int(value) if value == value.to_integral_value() else float(value)
+
+    return [[plain(value) for value in row] for row in rows]
 
 
 @click.command()
@@ -55,7 +73,8 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
     query is stopped when it has not returned all its rows within --timeout
     seconds. Times are seconds since the Unix
     epoch: datetime(ts, 'unixepoch', 'localtime') turns them into dates on
-    SQLite. Frame ids (rpc_id) are JSON text: 1 and "1" differ.
+    SQLite, to_timestamp(ts) on PostgreSQL. Frame ids (rpc_id) are JSON
+    text: 1 and "1" differ.
 
     \b
     Views:
@@ -115,7 +134,7 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
                 return
             # Collect the rows under the time limit, then print them outside it: a reader
             # that is slow to take the output (`| less`) must not look like a slow query.
-            columns, rows = list(result.keys()), result.all()
+            columns, rows = list(result.keys()), plain_numbers(result.all())
     except SQLAlchemyError as exc:
         raise UserError(error_message(database_message(exc), store.where)) from None
     except StoreError as exc:  # the time limit

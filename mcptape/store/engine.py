@@ -11,7 +11,12 @@ connection that only reads.
 
 Any other SQLAlchemy URL works too; PostgreSQL (``postgresql+psycopg://...``, the
 ``mcptape[postgres]`` extra) is the one the views are written for. Its driver is
-imported only when such a URL is opened.
+imported only when such a URL is opened. A Unix socket is given as a query parameter:
+``postgresql+psycopg://user@/dbname?host=/run/postgresql``.
+
+Text columns never receive a NUL character: PostgreSQL's ``text`` refuses it, so a
+NUL in an event line or a session value is stored as U+FFFD on every database (a
+frame keeps its exact bytes in ``raw``).
 
 Errors: every failure to open, migrate or write is a :class:`StoreError` whose
 ``str()`` is one line saying what happened and what to do.
@@ -21,13 +26,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sqlite3
 import time
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import orjson
 import sqlalchemy as sa
@@ -43,6 +49,8 @@ if TYPE_CHECKING:
 BUSY_TIMEOUT_S: Final = 30.0
 SESSION_COLUMNS: Final = frozenset(column.name for column in sessions.columns) - {"id"}
 _QUERY_CANCELED: Final = "57014"  # PostgreSQL's SQLSTATE for statement_timeout
+# An execution option: run a statement without parameters as exactly one statement.
+_ONE_STATEMENT: Final = "mcptape_one_statement"
 
 
 class StoreError(Exception):
@@ -81,9 +89,16 @@ def session_values(fields: Mapping[str, Any]) -> dict[str, Any]:
             f"sessions has no column {', '.join(unknown)}; columns: {', '.join(sorted(SESSION_COLUMNS))}"
         )
     return {
-        name: orjson.dumps(value).decode() if isinstance(value, dict | list) else value
+        name: orjson.dumps(value).decode() if isinstance(value, dict | list) else without_nul(value)
         for name, value in fields.items()
     }
+
+
+def without_nul(value: Any) -> Any:
+    """``value`` with each NUL character of a string turned into U+FFFD (PostgreSQL text refuses NUL)."""
+    if isinstance(value, str) and "\x00" in value:
+        return value.replace("\x00", "\ufffd")
+    return value
 
 
 def open_store(db: str | None = None, *, create: bool = True, readonly: bool = False) -> Store:
@@ -138,7 +153,8 @@ class Store:
         """The database as shown in messages: its path, or its URL without the password."""
         if self.path is not None:
             return str(self.path)
-        return make_url(self.url).render_as_string(hide_password=True)
+        # Unquoted for reading: "?host=/run/postgresql", not "?host=%2Frun%2Fpostgresql".
+        return unquote(make_url(self.url).render_as_string(hide_password=True))
 
     def migrate(self) -> None:
         """Bring the database to the newest revision (done by :func:`open_store`)."""
@@ -159,7 +175,8 @@ class Store:
             with self.engine.connect().execution_options(sqlite_begin="DEFERRED") as conn:
                 conn.exec_driver_sql("SELECT 1 FROM sessions WHERE 0 = 1").all()
         except sa.exc.DBAPIError as error:
-            if "no such table" in str(error.orig) or "does not exist" in str(error.orig):
+            # SQLite's words, or PostgreSQL's undefined_table (not "database ... does not exist").
+            if "no such table" in str(error.orig) or getattr(error.orig, "sqlstate", None) == "42P01":
                 raise StoreError(
                     f"{self.where} has no mcptape recordings (no sessions table); "
                     "give mcptape the recording database (--db or MCPTAPE_DB)"
@@ -202,7 +219,7 @@ class Store:
             "pid": os.getpid(),
             "mcptape_version": __version__,
         }
-        self._write(sessions.insert().values(**values))
+        self._write(sessions.insert().values(**{k: without_nul(v) for k, v in values.items()}))
         return session_id
 
     def update_session(self, session_id: str, **fields: Any) -> None:
@@ -239,7 +256,9 @@ class Store:
         """A connection that cannot write and whose work is interrupted after ``timeout_s`` seconds.
 
         The time limit covers everything done inside the ``with`` block, fetching rows
-        included. Running over it raises :class:`StoreError`.
+        included (on PostgreSQL it applies to each statement). Running over it raises
+        :class:`StoreError`. A statement given without parameters goes to the database
+        as it is, ``%`` included, and must be exactly one statement.
         """
         if self.path is None:
             with self._server_readonly_connection(timeout_s) as conn:
@@ -247,7 +266,8 @@ class Store:
             return
         if self._readonly_engine is None:
             self._readonly_engine = _sqlite_engine(self.path, create=False, readonly=True)
-        with self._readonly_engine.connect() as conn:
+        # sqlite3 runs one statement per execute() by itself.
+        with self._readonly_engine.connect().execution_options(no_parameters=True) as conn:
             raw = conn.connection.driver_connection
             assert isinstance(raw, sqlite3.Connection)
             deadline = time.monotonic() + timeout_s
@@ -263,10 +283,20 @@ class Store:
 
     @contextlib.contextmanager
     def _server_readonly_connection(self, timeout_s: float) -> Iterator[sa.Connection]:
+        dialect = self.engine.dialect
+        if dialect.name == "postgresql" and dialect.driver != "psycopg":
+            raise StoreError(
+                f"reading {self.where} read-only needs the psycopg driver: {dialect.driver} runs several "
+                "statements at once, which could leave the read-only transaction; use a "
+                "postgresql+psycopg:// URL (pip install 'mcptape[postgres]')"
+            )
         with self.engine.connect() as conn:
             # The first statement of the (auto-begun) transaction, as PostgreSQL requires.
             conn.exec_driver_sql("SET TRANSACTION READ ONLY")
             conn.exec_driver_sql(f"SET LOCAL statement_timeout = {max(1, round(timeout_s * 1000))}")
+            # Without no_parameters psycopg reads "like 'a%'" as a parameter marker; one
+            # statement only, or "select 1; commit; delete ..." escapes the read-only transaction.
+            conn.execution_options(no_parameters=True, **{_ONE_STATEMENT: True})
             try:
                 yield conn
             except sa.exc.OperationalError as error:
@@ -299,8 +329,11 @@ def _timeout_message(timeout_s: float) -> str:
 def describe_error(error: BaseException, where: str) -> str:
     """One line for a database error: what happened to which database, and what to do."""
     orig = getattr(error, "orig", None) or error
-    detail = (str(orig).splitlines() or [type(orig).__name__])[0]
+    detail = " ".join((str(orig).splitlines() or [type(orig).__name__])[0].split())
     lowered = detail.lower()
+    server = _describe_server_error(detail, where)
+    if server is not None:
+        return server
     if "file is not a database" in lowered or "file is encrypted" in lowered:
         return f"{where} is not a SQLite database (SQLite: {detail}); give mcptape a recording database or a new file path (--db or MCPTAPE_DB)"
     if "database is locked" in lowered or "database is busy" in lowered:
@@ -316,6 +349,28 @@ def describe_error(error: BaseException, where: str) -> str:
     return f"database error on {where}: {detail}"
 
 
+def _describe_server_error(detail: str, where: str) -> str | None:
+    """PostgreSQL's connection failures (psycopg words them), or None for any other error."""
+    lowered = detail.lower()
+    if not lowered.startswith(("connection failed", "connection is bad", "connection to server")):
+        return None
+    missing = re.search(r'database "([^"]*)" does not exist', detail)
+    if missing:
+        return (
+            f"cannot open {where}: the database {missing[1]} does not exist on that server ({detail}); "
+            f"create it (createdb {missing[1]}) or correct the database name in the URL"
+        )
+    if "authentication failed" in lowered or ("role" in lowered and "does not exist" in lowered):
+        return (
+            f"cannot log in to {where} ({detail}); check the user and password in the URL "
+            "(or PGPASSWORD, ~/.pgpass)"
+        )
+    return (
+        f"cannot connect to {where} ({detail}); check that the PostgreSQL server is running and that "
+        "the host (or socket directory, ?host=DIR), port and database in the URL are right"
+    )
+
+
 def _sqlite_file(url: URL) -> Path:
     database = url.database or ""
     if database in ("", ":memory:") or database.startswith("file:"):
@@ -329,9 +384,9 @@ def _sqlite_file(url: URL) -> Path:
 def _server_engine(url: URL) -> sa.Engine:
     if url.drivername == "postgresql":  # SQLAlchemy would pick psycopg2; the postgres extra ships psycopg 3
         url = url.set(drivername="postgresql+psycopg")
-    shown = url.render_as_string(hide_password=True)
+    shown = unquote(url.render_as_string(hide_password=True))
     try:
-        return sa.create_engine(url, pool_pre_ping=True)
+        engine = sa.create_engine(url, pool_pre_ping=True)
     except ModuleNotFoundError as error:
         raise StoreError(
             f"the driver for {shown} is not installed (no module {error.name}); "
@@ -339,6 +394,23 @@ def _server_engine(url: URL) -> sa.Engine:
         ) from None
     except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as error:
         raise StoreError(f"cannot use the database URL {shown}: {str(error).splitlines()[0]}") from None
+    if url.get_backend_name() == "postgresql" and url.get_driver_name() == "psycopg":
+        _install_psycopg_hooks(engine)
+    return engine
+
+
+def _install_psycopg_hooks(engine: sa.Engine) -> None:
+    @event.listens_for(engine, "do_execute_no_params")
+    def _one_statement(cursor: Any, statement: str, context: Any) -> bool:
+        # psycopg sends a query without parameters with the simple protocol, which runs
+        # any number of statements; a prepared statement is always exactly one. A
+        # server-side cursor (stream_results) DECLAREs one query and needs no help.
+        import psycopg
+
+        if not context.execution_options.get(_ONE_STATEMENT) or isinstance(cursor, psycopg.ServerCursor):
+            return False
+        cursor.execute(statement, prepare=True)
+        return True
 
 
 def _refuse_directory(path: Path) -> None:
