@@ -385,3 +385,23 @@ def test_upstream_from_a_wrapped_config_is_recorded_once(db_path: Path, tmp_path
     assert proc.stdout == b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
     # One session, whose upstream is the original command, not another mcptape.
     assert query(db_path, "select count(*), min(upstream) like '%raw_echo.py' from sessions") == [(1, 1)]
+
+
+def test_a_frame_over_64_mib_is_forwarded_whole_and_stored_cut_with_its_size(db_path: Path) -> None:
+    payload = b"B" * (70 * 1024 * 1024)
+    frame = b'{"jsonrpc":"2.0","id":1,"result":{"blob":"' + payload + b'"}}'
+    rec = Recording(db_path, RAW_ECHO)
+    try:
+        rec.send(frame + b"\n")
+        got = rec.recv(timeout=120)
+        assert got is not None and len(got) == len(frame) + 1 and got == frame + b"\n"
+        rec.close_stdin()
+        assert rec.wait(timeout=120) == 0
+    finally:
+        rec.kill()
+    rows = query(db_path, "select direction, kind, size, length(raw), meta from frames order by seq")
+    assert [(d, k, s, n) for d, k, s, n, _ in rows] == [
+        ("c2s", "response", len(frame), 64 * 1024 * 1024),
+        ("s2c", "response", len(frame), 64 * 1024 * 1024),
+    ]
+    assert all(json.loads(meta)["truncated"] is True for *_, meta in rows)
