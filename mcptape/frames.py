@@ -23,6 +23,7 @@ S2C: Final = "s2c"
 KINDS: Final = ("request", "notification", "response", "error", "batch", "malformed")
 
 _UNPARSED: Final = object()
+KEEP_PARSED_BYTES: Final = 1 << 20
 
 
 def opposite(direction: Direction) -> Direction:
@@ -129,7 +130,10 @@ class Frame:
     def _ensure(self) -> Classification:
         if self._cls is None:
             self._cls, msg = classify(self.data)
-            self._msg = msg
+            # A large frame's parsed value would stay alive, a second copy of it, for as
+            # long as the frame waits to be written: parse it again if anyone asks.
+            if len(self.data) <= KEEP_PARSED_BYTES:
+                self._msg = msg
         return self._cls
 
     @property
@@ -148,6 +152,9 @@ class Frame:
     def message(self) -> Any:
         """The parsed JSON value, or None for a frame that is not JSON."""
         self._ensure()
+        if self._msg is _UNPARSED:
+            msg = parse(self.data)
+            return None if msg is _UNPARSED else msg
         return self._msg
 
     @property

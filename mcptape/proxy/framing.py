@@ -29,10 +29,13 @@ class LineSplitter:
         lines: list[bytes] = []
         start = 0
         pos = buf.find(b"\n", self._scan)
-        while pos >= 0:
-            lines.append(bytes(buf[start:pos]))
-            start = pos + 1
-            pos = buf.find(b"\n", start)
+        if pos >= 0:
+            # Slicing a memoryview copies once; slicing the bytearray would copy twice.
+            with memoryview(buf) as view:
+                while pos >= 0:
+                    lines.append(bytes(view[start:pos]))
+                    start = pos + 1
+                    pos = buf.find(b"\n", start)
         if start:
             del buf[:start]
         self._scan = len(buf)

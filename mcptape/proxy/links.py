@@ -24,6 +24,7 @@ from mcptape.frames import Direction, Frame
 from mcptape.proxy.framing import LineSplitter
 
 READ_CHUNK = 1 << 18
+IOV_MAX = 1024  # the buffers one writev takes on Linux
 
 FrameSink = Callable[[Frame, bool], bool]
 """Called with each frame received and whether more frames from the same read follow
@@ -118,11 +119,12 @@ class FdLink:
 
     def send(self, frame: Frame, *, more: bool = False) -> None:
         eol = not (frame.meta is not None and frame.meta.get("eol") is False)
-        payload = frame.data + b"\n" if eol else frame.data
         with self._lock:
             if self._closed:
                 raise LinkClosed(f"{self.name}: already closed")
-            self._held.append(payload)
+            self._held.append(frame.data)
+            if eol:
+                self._held.append(b"\n")
             if not more:
                 self._write_held()
 
@@ -135,13 +137,18 @@ class FdLink:
         held = self._held
         if not held:
             return
-        data = held[0] if len(held) == 1 else b"".join(held)
+        # One writev for everything held: no copy of a large frame to append its newline.
+        parts = [memoryview(part) for part in held]
         held.clear()
-        view = memoryview(data)
+        first = 0  # parts before this index are written
         try:
-            while view:
-                n = os.write(self._write_fd, view)
-                view = view[n:]
+            while first < len(parts):
+                n = os.writev(self._write_fd, parts[first : first + IOV_MAX])
+                while first < len(parts) and n >= len(parts[first]):
+                    n -= len(parts[first])
+                    first += 1
+                if n:
+                    parts[first] = parts[first][n:]
         except OSError as exc:  # EPIPE: the peer closed its end
             self._closed = True
             raise LinkClosed(f"{self.name}: {exc.strerror or exc}") from exc
