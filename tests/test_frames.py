@@ -104,3 +104,11 @@ def test_valid_json_that_orjson_refuses_is_still_classified() -> None:
     assert msg["params"]["x"] == float("inf")
     out = error_response(c.rpc_id or "", -32000, "gone")
     assert b'"id":123456789012345678901234' in out
+
+
+def test_a_large_frame_is_classified_and_parsed_again_on_demand() -> None:
+    big = b'[{"jsonrpc":"2.0","id":1,"method":"a","params":{"blob":"' + b"z" * (2 << 20) + b'"}}]'
+    f = Frame(big, "c2s")
+    assert f.kind == "batch"
+    assert f.message[0]["method"] == "a"  # not kept after classification, parsed again
+    assert Frame(b"not json" * 200_000, "s2c").message is None
