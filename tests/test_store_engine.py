@@ -15,7 +15,7 @@ from mcptape.migrations import runner
 from mcptape.store import StoreError, default_db_path, open_store, resolve_url
 from mcptape.store.engine import open_unmigrated
 from mcptape.store.schema import metadata
-from mcptape.store.views import VIEWS_V1
+from mcptape.store.views import VIEWS_V2
 
 
 def mode_of(path: Path) -> int:
@@ -88,7 +88,7 @@ def test_read_only_transactions_can_opt_out_of_the_write_lock(db_path: Path) -> 
 def test_new_database_gets_tables_indexes_views_at_head_revision(db_path: Path) -> None:
     open_store(str(db_path)).close()
     assert sqlite_objects(db_path, "table") == {"sessions", "frames", "events", "alembic_version"}
-    assert sqlite_objects(db_path, "view") == {view.name for view in VIEWS_V1}
+    assert sqlite_objects(db_path, "view") == {view.name for view in VIEWS_V2}
     assert {"ix_frames_session_seq", "ix_frames_session_rpc", "ix_frames_method", "ix_events_session"} <= (
         sqlite_objects(db_path, "index")
     )

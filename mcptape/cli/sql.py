@@ -78,20 +78,30 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
 
     \b
     Views:
+      messages         every JSON-RPC message, batches unpacked: frame_id,
+                       session_id, seq, ts, direction, origin, kind
+                       (request, notification, response, error,
+                       malformed), method, rpc_id, text, batch_index
+                       (NULL outside a batch, else 0, 1, ...)
       exchanges        a request with its response: session_id, direction,
                        method, rpc_id, request_seq, response_seq,
                        requested_at, responded_at, latency_ms, is_error,
                        error_code, error_message, request, response,
-                       answered_by (client, server or proxy)
+                       answered_by (client, server or proxy),
+                       request_batch_index, response_batch_index
       tool_calls       tools/call exchanges: session_id, tool, arguments,
                        is_error, latency_ms, requested_at, result,
-                       request_seq
+                       request_seq (a round answered with input_required
+                       is left out: the call's retry has its result)
       log_messages     notifications/message: session_id, seq, ts,
                        direction, level, logger, data
-      server_requests  requests the server sent (sampling, elicitation,
-                       roots, ping): session_id, method, rpc_id,
-                       request_seq, requested_at, latency_ms, answered_by,
-                       is_error, request, response
+      server_requests  what the server asked the client (sampling,
+                       elicitation, roots, ping): session_id, method,
+                       rpc_id, request_seq, requested_at, latency_ms,
+                       answered_by, is_error, request, response, style
+                       (request: a server-to-client request; input_required:
+                       an entry of a 2026-07-28 input_required result,
+                       answered by the client's retry), input_key (its key)
 
     \b
     Tables:
