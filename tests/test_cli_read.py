@@ -15,6 +15,7 @@ from click.testing import CliRunner, Result
 from mcptape.cli.main import cli
 from mcptape.frames import Frame
 from mcptape.store import open_store
+from tests.cli_errors import assert_one_line_error
 from tests.conftest import CORPUS, MCPTAPE
 
 BASE = 1_700_000_000.0
@@ -72,16 +73,6 @@ def run_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Com
     return subprocess.run(
         [*MCPTAPE, *args], capture_output=True, text=True, timeout=60, env=env or dict(os.environ)
     )
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("mcptape: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 # -- sessions -------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import pytest
 from mcptape.frames import Frame
 from mcptape.migrations import runner
 from mcptape.store import Store, open_store
+from tests.cli_errors import assert_one_line_error
 from tests.conftest import CORPUS, MCPTAPE
 from tests.postgres import Postgres, private_server
 from tests.recording import RAW_ECHO, Recording, frame_bytes
@@ -84,17 +85,6 @@ def mcptape(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*MCPTAPE, *args], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
     )
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> str:
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("mcptape: error: ")
-    for fragment in fragments:
-        assert fragment in lines[0]
-    return lines[0]
 
 
 # -- the store ------------------------------------------------------------------------------
