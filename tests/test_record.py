@@ -141,7 +141,10 @@ def test_upstream_crash_answers_pending_requests_and_closes_the_session(db_path:
         error = orjson.loads(answer)
         assert error["id"] == "abc"
         assert error["error"]["code"] == -32000
-        assert "exited with status 3 before answering tools/call; its last stderr line: crashing" in error["error"]["message"]
+        assert (
+            "exited with status 3 before answering tools/call; its last stderr line: crashing"
+            in error["error"]["message"]
+        )
         assert "crashing" in error["error"]["message"]
         assert rec.recv() is None  # and then mcptape closes our stdout
         assert rec.wait() == 3
