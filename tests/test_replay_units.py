@@ -232,3 +232,15 @@ def test_reports_text_json_and_junit() -> None:
     cases = root.findall("./testsuite/testcase")
     assert [c.get("name") for c in cases] == ["#1 initialize", "#2 tools/call weather"]
     assert cases[0].find("failure") is None and cases[1].find("failure") is not None
+
+
+def test_lists_of_named_objects_compare_by_name() -> None:
+    a = [{"name": "add", "v": 1}, {"name": "weather", "v": 2}]
+    b = [{"name": "add", "v": 1}, {"name": "echo", "v": 0}, {"name": "weather", "v": 3}]
+    found = differences(a, b)
+    assert [(d.pointer, d.recorded, d.replayed) for d in found] == [
+        ("/1/v", 2, 3),
+        ("/1", ABSENT, {"name": "echo", "v": 0}),
+    ]
+    reordered = differences(a, list(reversed(a)))
+    assert [d.pointer for d in reordered] == [" (order of names)"]

@@ -80,6 +80,10 @@ def _walk(a: Any, b: Any, path: list[str | int], out: list[Difference], limit: i
                 out.append(Difference(format_pointer([*path, key]), ABSENT, b[key]))
         return
     if isinstance(a, list) and isinstance(b, list):
+        key = _list_key(a, b)
+        if key is not None:
+            _walk_named(a, b, key, path, out, limit)
+            return
         for i in range(max(len(a), len(b))):
             if i >= len(a):
                 out.append(Difference(format_pointer([*path, i]), ABSENT, b[i]))
@@ -92,6 +96,45 @@ def _walk(a: Any, b: Any, path: list[str | int], out: list[Difference], limit: i
         return
     if not _same_scalar(a, b):
         out.append(Difference(format_pointer(path), a, b))
+
+
+def _list_key(a: list[Any], b: list[Any]) -> str | None:
+    """``name`` or ``uri`` when both lists hold objects told apart by it (tools, prompts, resources)."""
+    for key in ("name", "uri"):
+        names_a = [x.get(key) if isinstance(x, dict) else None for x in a]
+        names_b = [x.get(key) if isinstance(x, dict) else None for x in b]
+        if not names_a or not names_b:
+            return None
+        if all(isinstance(n, str) for n in names_a + names_b) and (
+            len(set(names_a)) == len(names_a) and len(set(names_b)) == len(names_b)
+        ):
+            return key
+    return None
+
+
+def _walk_named(
+    a: list[Any], b: list[Any], key: str, path: list[str | int], out: list[Difference], limit: int
+) -> None:
+    """Lists of named objects compare by name, so a tool added in the middle is one difference."""
+    by_name = {x[key]: (i, x) for i, x in enumerate(b)}
+    before = len(out)
+    seen = set()
+    for i, x in enumerate(a):
+        name = x[key]
+        seen.add(name)
+        if name in by_name:
+            _walk(x, by_name[name][1], [*path, i], out, limit)
+        else:
+            out.append(Difference(format_pointer([*path, i]), x, ABSENT))
+        if len(out) >= limit:
+            return
+    for j, y in enumerate(b):
+        if y[key] not in seen and len(out) < limit:
+            out.append(Difference(format_pointer([*path, j]), ABSENT, y))
+    if len(out) == before and [x[key] for x in a] != [y[key] for y in b]:
+        out.append(
+            Difference(format_pointer(path) + f" (order of {key}s)", [x[key] for x in a], [y[key] for y in b])
+        )
 
 
 def matches(recorded: Any, replayed: Any) -> bool:
