@@ -185,5 +185,105 @@ def test_replay_errors_are_one_line_with_exit_2(db: Path, tmp_path: Path) -> Non
     assert crashing.returncode == 2 and "exited with status 3" in crashing.stdout, crashing.stdout
 
 
-def _types_are_used() -> Any:  # keep the mcp_types import honest for linters
-    return types.TextContent
+async def _sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    return types.CreateMessageResult(
+        role="assistant", content=types.TextContent(type="text", text="canned hello"), model="test-model"
+    )
+
+
+async def _elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+
+async def _roots(context: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/project", name="project")])
+
+
+def everything_scenario(params: StdioServerParameters) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        async with Client(
+            params,
+            mode="legacy",
+            sampling_callback=_sampling,
+            elicitation_callback=_elicitation,
+            list_roots_callback=_roots,
+        ) as client:
+            return {
+                "echo": dump(await client.call_tool("echo", {"message": "hi"})),
+                "sampling": dump(
+                    await client.call_tool("trigger-sampling-request", {"prompt": "say hi", "maxTokens": 10})
+                ),
+                "roots": dump(await client.call_tool("get-roots-list", {})),
+            }
+
+    return anyio.run(main)
+
+
+def test_server_requests_are_answered_from_the_recording(tmp_path: Path) -> None:
+    from tests.conftest import everything_server_cmd
+
+    server = everything_server_cmd()
+    assert server is not None, "tests/npm is not installed: run npm ci in tests/npm"
+    db = tmp_path / "rec.db"
+    live = record(db, "everything", server, everything_scenario)
+    assert "canned hello" in json.dumps(live["sampling"])
+    proc = mcptape("replay", "everything", "--db", str(db), "--", *server)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    con = sqlite3.connect(db)
+    try:
+        # The replay answered the live server's sampling and roots requests with the recorded answers.
+        answers = con.execute(
+            "select f.text from frames f join sessions s on s.id = f.session_id "
+            "where s.mode = 'replay' and f.direction = 'c2s' and f.kind = 'response' order by f.seq"
+        ).fetchall()
+        assert any("canned hello" in a[0] for a in answers)
+        assert any("file:///tmp/project" in a[0] for a in answers)
+    finally:
+        con.close()
+
+
+ASK_NAME = [sys.executable, str(ROOT / "tests" / "servers" / "ask_name.py")]
+
+
+def modern_scenario(params: StdioServerParameters) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        async with Client(params, mode="auto", elicitation_callback=_elicitation) as client:
+            return {
+                "version": client.protocol_version,
+                "greet": dump(await client.call_tool("greet", {"greeting": "Hello"})),
+            }
+
+    return anyio.run(main)
+
+
+def test_2026_07_28_input_required_rounds_are_redriven_with_the_new_request_state(tmp_path: Path) -> None:
+    db = tmp_path / "rec.db"
+    live = record(db, "ask", ASK_NAME, modern_scenario)
+    assert live["version"] == "2026-07-28" and "Hello, Ada!" in json.dumps(live["greet"])
+    proc = mcptape("replay", "ask", "--db", str(db), "--", *ASK_NAME)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    def rounds(mode: str) -> tuple[str, dict[str, Any]]:
+        con = sqlite3.connect(db)
+        try:
+            texts = [
+                json.loads(t)
+                for (t,) in con.execute(
+                    "select f.text from frames f join sessions s on s.id = f.session_id "
+                    "where s.mode = ? and (f.method = 'tools/call' or f.kind = 'response') order by f.seq",
+                    (mode,),
+                )
+            ]
+        finally:
+            con.close()
+        minted = next(m["result"]["requestState"] for m in texts if "requestState" in m.get("result", {}))
+        retry = [m for m in texts if m.get("method") == "tools/call"][-1]["params"]
+        return minted, retry
+
+    recorded_state, recorded_retry = rounds("record")
+    replay_state, replay_retry = rounds("replay")
+    assert recorded_retry["requestState"] == recorded_state
+    assert replay_state != recorded_state  # the server seals a fresh state every run
+    # The retry echoed the state the live server minted in this run, not the recorded one.
+    assert replay_retry["requestState"] == replay_state
+    assert replay_retry["inputResponses"] == recorded_retry["inputResponses"]
