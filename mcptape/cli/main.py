@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
     "replay": "mcptape.cli.replay:replay",
+    "serve": "mcptape.cli.serve:serve",
     "wrap": "mcptape.cli.wrap:wrap",
     "unwrap": "mcptape.cli.wrap:unwrap",
     "demo": "mcptape.cli.demo:demo",

@@ -90,6 +90,8 @@ class Exchange:
     response: dict[str, Any] | None = None
     notifications: list[dict[str, Any]] = field(default_factory=list)
     server_calls: list[ServerCall] = field(default_factory=list)
+    # What the server sent while answering, in order: ("notification", message) or ("call", ServerCall).
+    timeline: list[tuple[str, Any]] = field(default_factory=list)
 
     @property
     def method(self) -> str | None:
@@ -204,6 +206,7 @@ class _Builder:
             owner = owner or self._latest()
             if owner is not None:
                 owner.notifications.append(message)
+                owner.timeline.append(("notification", message))
         elif kind == "request":
             owner = self._latest()
             call = ServerCall(message, exchange=owner.index if owner else None)
@@ -211,6 +214,7 @@ class _Builder:
             self.server_pending[id_key(message.get("id"))] = call
             if owner is not None:
                 owner.server_calls.append(call)
+                owner.timeline.append(("call", call))
 
 
 def build_tape(frames: Iterable[TapeFrame], source: str, **info: Any) -> Tape:
