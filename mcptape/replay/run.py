@@ -45,6 +45,7 @@ class ReplayPlan:
     timeout: float = 30.0
     grace: float = 2.0
     echo_stderr: bool = False
+    progress: bool = True
 
 
 @dataclass
@@ -81,7 +82,7 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
     except SpawnError as exc:
         return Replayed(SessionResult(tape.source, [], error=str(exc)), [])
     store = BackgroundStore(plan.db, row, recorder).start() if plan.record else None
-    report = _progress(tape.source, len(tape.exchanges))
+    report = _progress(tape.source, len(tape.exchanges)) if plan.progress else None
     player = TapePlayer(tape, timeout=plan.timeout, progress=report)
     addons = AddonManager([recorder] if store is not None else [])
     relay = Relay(player, server, addons, session, grace=plan.grace)

@@ -88,6 +88,7 @@ class Exchange:
     index: int
     request: dict[str, Any]
     response: dict[str, Any] | None = None
+    response_data: bytes | None = None  # the response frame's exact bytes (not for a batch)
     notifications: list[dict[str, Any]] = field(default_factory=list)
     server_calls: list[ServerCall] = field(default_factory=list)
     # What the server sent while answering, in order: ("notification", message) or ("call", ServerCall).
@@ -163,9 +164,11 @@ class _Builder:
     def add(self, frame: TapeFrame) -> None:
         if frame.direction == "c2s":
             self._client(frame)
-        else:
+        elif frame.kind == "batch":
             for message in frame.messages:
                 self._server(message)
+        elif frame.messages:
+            self._server(frame.messages[0], frame.data)
 
     def _client(self, frame: TapeFrame) -> None:
         opens: list[int] = []
@@ -190,13 +193,14 @@ class _Builder:
     def _latest(self) -> Exchange | None:
         return next(reversed(self.in_flight.values()), None)
 
-    def _server(self, message: dict[str, Any]) -> None:
+    def _server(self, message: dict[str, Any], data: bytes | None = None) -> None:
         kind = classify_message(message).kind
         if kind in ("response", "error"):
             key = id_key(message.get("id"))
             exchange = self.in_flight.pop(key, None)
             if exchange is not None:
                 exchange.response = message
+                exchange.response_data = data
                 self.answered.append(key)
         elif kind == "notification":
             owner = None
