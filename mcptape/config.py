@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from mcptape.redact import redact_argv, redact_url
+
 Transport = Literal["stdio", "http", "sse"]
 
 # The "type" values clients write for remote entries, and the transport each means.
@@ -47,10 +49,11 @@ class UpstreamSpec:
     headers: dict[str, str] | None = None
 
     def describe(self) -> str:
-        """One line for people: the shell-quoted command line, or the URL."""
+        """One line for people and the recording: the shell-quoted command line, or the
+        URL, with secrets (flag values, URL credentials) replaced by placeholders."""
         if self.command is not None:
-            return shlex.join(self.command)
-        return self.url or ""
+            return shlex.join(redact_argv(self.command))
+        return redact_url(self.url or "")
 
 
 def builtin_upstreams() -> dict[str, UpstreamSpec]:
