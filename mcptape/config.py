@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import sys
 from collections.abc import Mapping
@@ -80,7 +79,8 @@ def read_config_document(path: str | os.PathLike[str]) -> tuple[str, dict[str, A
     """
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8-sig")
+        # Bytes, not read_text: universal newlines would turn CRLF files into LF ones.
+        text = file.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(
             f"config file {file} does not exist; pass the path of an mcpServers JSON file"
@@ -96,6 +96,10 @@ def read_config_document(path: str | os.PathLike[str]) -> tuple[str, dict[str, A
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{file}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg}); fix the file and try again"
+        ) from None
+    except RecursionError:
+        raise ConfigError(
+            f"{file}: JSON nested too deeply to read; an mcpServers file needs a few levels"
         ) from None
     if not isinstance(document, dict) or "mcpServers" not in document:
         raise ConfigError(
@@ -199,76 +203,6 @@ def default_client_config_path(
         # The XDG spec says a relative value is invalid and must be ignored.
         base = Path(xdg) if xdg and os.path.isabs(xdg) else home / ".config"
     return base / "Claude" / "claude_desktop_config.json"
-
-
-def render_config(document: dict[str, Any], original_text: str, changed: set[str]) -> str:
-    """JSON text for ``document``, rewriting only the ``changed`` mcpServers entries of the original.
-
-    Everything else keeps its bytes, so the user's formatting survives and a diff shows
-    only what changed. A file this cannot edit in place is re-rendered as a whole.
-    """
-    spliced = _splice_entries(document, original_text, changed)
-    if spliced is not None and json.loads(spliced) == document:
-        return spliced
-    text = json.dumps(document, indent=_indent_unit(original_text), ensure_ascii=False)
-    if original_text.endswith("\n") or not original_text:
-        text += "\n"
-    return text.replace("\n", "\r\n") if "\r\n" in original_text else text
-
-
-def _indent_unit(text: str) -> str:
-    found = re.search(r"\n([ \t]+)\S", text)
-    return found.group(1) if found else "  "
-
-
-def _splice_entries(document: dict[str, Any], text: str, changed: set[str]) -> str | None:
-    top = _member_spans(text, 0)
-    servers = top.get("mcpServers") if top else None
-    entries = _member_spans(text, servers[0]) if servers else None
-    if entries is None or not changed <= entries.keys():
-        return None
-    unit, newline = _indent_unit(text), "\r\n" if "\r\n" in text else "\n"
-    # From the end backwards, so the spans still to be replaced keep their offsets.
-    for name in sorted(changed, key=lambda n: entries[n][0], reverse=True):
-        start, end = entries[name]
-        line_start = text.rfind("\n", 0, start) + 1
-        margin = re.match(r"[ \t]*", text[line_start:]).group(0)  # type: ignore[union-attr]
-        rendered = json.dumps(document["mcpServers"][name], indent=unit, ensure_ascii=False)
-        text = text[:start] + rendered.replace("\n", newline + margin) + text[end:]
-    return text
-
-
-def _member_spans(text: str, start: int) -> dict[str, tuple[int, int]] | None:
-    """Where each member's value lies in the JSON object starting at ``start``; None if unusual."""
-    decoder, space = json.JSONDecoder(), re.compile(r"[ \t\n\r]*")
-    spans: dict[str, tuple[int, int]] = {}
-
-    def skip(i: int) -> int:
-        return space.match(text, i).end()  # type: ignore[union-attr]
-
-    try:
-        i = skip(start)
-        if text[i : i + 1] != "{":
-            return None
-        i = skip(i + 1)
-        if text[i : i + 1] == "}":
-            return spans
-        while True:
-            key, i = decoder.raw_decode(text, i)
-            i = skip(i)
-            if not isinstance(key, str) or key in spans or text[i : i + 1] != ":":
-                return None
-            value_start = skip(i + 1)
-            _, i = decoder.raw_decode(text, value_start)
-            spans[key] = (value_start, i)
-            i = skip(i)
-            if text[i : i + 1] == "}":
-                return spans
-            if text[i : i + 1] != ",":
-                return None
-            i = skip(i + 1)
-    except json.JSONDecodeError:
-        return None
 
 
 def _string_list(value: Any, what: str) -> list[str]:

@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Final, Literal
 
 import orjson
 
-from mcptape.jsontext import compact_json, element_spans, id_candidate, member_span
+from mcptape.ids import encode_id, id_key, id_text
+from mcptape.jsontext import element_spans
 
 Direction = Literal["c2s", "s2c"]
 Origin = Literal["client", "server", "proxy"]
@@ -80,14 +80,6 @@ class Classification:
     rpc_id: str | None = None
 
 
-def encode_id(value: Any) -> str:
-    """A parsed id re-encoded as compact JSON (not its wire text: see :func:`classify`)."""
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:  # integers beyond 64 bits
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def classify_message(msg: Any, rpc_id: str | None = None) -> Classification:
     """Classify an already parsed JSON value as a JSON-RPC message.
 
@@ -144,51 +136,6 @@ def parse(data: bytes) -> Any:
         return _UNPARSED
 
 
-def _needs_source(value: Any, has_backslash: bool) -> bool:
-    """Whether re-encoding the parsed id could differ from the text the peer wrote."""
-    if value is None or isinstance(value, bool):
-        return False
-    if type(value) is int:
-        return value == 0  # JSON spells every other integer one way; zero also as -0
-    if isinstance(value, str):
-        # Without a backslash in the frame no string is escaped, so its text is its value.
-        return has_backslash
-    return True  # floats (orjson's reading of 2^64 and 1e0 alike), objects, arrays
-
-
-def _id_text(value: Any, data: bytes | str) -> str:
-    """The wire text of ``value``, the ``id`` member of the JSON object ``data``."""
-    has_backslash = "\\" in data if isinstance(data, str) else b"\\" in data
-    if not _needs_source(value, has_backslash):
-        return encode_id(value)
-    source = data if isinstance(data, str) else _lossy(data)
-    candidate = id_candidate(source)
-    if candidate is not None and _same_id(candidate, value):
-        return candidate
-    span = member_span(source, "id")
-    if span is None:  # cannot happen for text a parser accepted; stay total anyway
-        return encode_id(value)
-    raw = source[span[0] : span[1]]
-    return raw if raw[:1] not in ("{", "[") else compact_json(raw)
-
-
-def _same_id(text: str, value: Any) -> bool:
-    """Whether the id text ``text`` reads as ``value`` (orjson's reading, floats for 2^64)."""
-    try:
-        parsed = json.loads(text)
-    except ValueError:
-        return False
-    if isinstance(value, str) or isinstance(parsed, str):
-        return isinstance(value, str) and parsed == value
-    if isinstance(value, bool) or isinstance(parsed, bool):
-        return parsed is value
-    if type(value) is int:
-        return type(parsed) is int and parsed == value
-    if isinstance(value, float) and isinstance(parsed, int | float):
-        return float(parsed) == value
-    return False
-
-
 def classify(data: bytes) -> tuple[Classification, Any]:
     """Classify wire bytes, returning the classification and the parsed value (or None).
 
@@ -198,7 +145,7 @@ def classify(data: bytes) -> tuple[Classification, Any]:
     if msg is _UNPARSED:
         return Classification("malformed"), None
     try:
-        rpc_id = _id_text(msg["id"], data) if isinstance(msg, dict) and "id" in msg else None
+        rpc_id = id_text(msg["id"], data) if isinstance(msg, dict) and "id" in msg else None
         return classify_message(msg, rpc_id), msg
     except Exception:  # e.g. an id nested too deep to encode
         return Classification("malformed"), msg
@@ -222,71 +169,11 @@ def classify_batch(data: bytes) -> list[Classification]:
             rpc_id = None
             if isinstance(item, dict) and "id" in item and spans is not None and i < len(spans):
                 element = text[spans[i][0] : spans[i][1]]
-                rpc_id = _id_text(item["id"], element)
+                rpc_id = id_text(item["id"], element)
             out.append(classify_message(item, rpc_id))
         except Exception:  # one odd element does not hide the others
             out.append(Classification("malformed"))
     return out
-
-
-def id_key(rpc_id_text: str) -> str:
-    """The correlation key of an id's wire text: equal keys for ids peers take as equal.
-
-    JSON-RPC peers compare ids by value after parsing: numbers numerically (``1``,
-    ``1.0``, ``1e0`` and ``10e-1`` are one id; ``18446744073709551616`` and
-    ``18446744073709551617`` are two, compared exactly as decimals, not as doubles),
-    strings by their characters (``"\\u00e9"`` and ``"é"`` are one id), and a string
-    never equals a number (``"1"`` is not ``1``). The key is JSON text too: a number
-    in its shortest plain decimal form (``1``, ``1.5``, ``100``; a mantissa and
-    exponent, ``15e99``, when plain would be long), a string as compact JSON, ``null``,
-    ``true`` and ``false`` as they are; an object or array id (not allowed by JSON-RPC)
-    is its text without whitespace. For the common ids (``7``, ``"abc"``) the key is the
-    id text itself. Never raises: text that is no JSON value is its own key.
-    """
-    text = rpc_id_text.strip(" \t\n\r")
-    first = text[:1]
-    if first == '"':
-        if "\\" not in text:
-            return text  # unescaped JSON string text is already compact JSON
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return text
-        try:
-            return orjson.dumps(value).decode()
-        except TypeError:  # lone surrogates: ASCII escapes keep the key valid UTF-8
-            return json.dumps(value)
-    if first == "-" or first.isdigit():
-        return _number_key(text)
-    if first in ("{", "["):
-        return compact_json(text)
-    return text
-
-
-def _number_key(text: str) -> str:
-    try:
-        number = Decimal(text)
-    except (ArithmeticError, ValueError):
-        return text
-    if not number.is_finite():
-        return text
-    sign, digit_tuple, exponent = number.as_tuple()
-    assert isinstance(exponent, int)
-    digits = "".join(map(str, digit_tuple)).lstrip("0")
-    if not digits:
-        return "0"  # -0, 0.0 and 0e5 are all zero
-    stripped = digits.rstrip("0")
-    exponent += len(digits) - len(stripped)
-    minus = "-" if sign else ""
-    # Plain decimals while short; the cut-off keeps 1e999999999 from becoming a huge key.
-    if 0 <= exponent <= 64:
-        return minus + stripped + "0" * exponent
-    if -64 <= exponent < 0:
-        point = len(stripped) + exponent
-        if point > 0:
-            return f"{minus}{stripped[:point]}.{stripped[point:]}"
-        return f"{minus}0.{'0' * -point}{stripped}"
-    return f"{minus}{stripped}e{exponent}"
 
 
 @dataclass(slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 _WS: Final = re.compile(r"[ \t\n\r]*")
 _STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
@@ -60,29 +60,48 @@ def skip_value(text: str, i: int) -> int:
     return m.start() if m else len(text)
 
 
-def member_span(text: str, key: str) -> tuple[int, int] | None:
-    """The span of member ``key``'s value in the JSON object ``text`` (the last one wins,
-    as parsers do with duplicate keys); None when ``text`` is no object or lacks ``key``."""
-    i = _ws(text, 0)
+class Member(NamedTuple):
+    """One member of a JSON object in its text: the key, where its key starts, where its
+    value starts and ends."""
+
+    key: str
+    key_start: int
+    value_start: int
+    value_end: int
+
+
+def object_members(text: str, start: int = 0) -> list[Member] | None:
+    """The members of the JSON object starting at ``text[start]`` (after whitespace), in
+    text order, duplicates included; None when no object starts there."""
+    i = _ws(text, start)
     if not text.startswith("{", i):
         return None
-    found = None
+    members: list[Member] = []
     i = _ws(text, i + 1)
     while i < len(text) and text[i] != "}":
         m = _STRING.match(text, i)
         if m is None:
-            return found
+            return None
         name = m.group()
-        i = _ws(text, m.end())
-        if not text.startswith(":", i):
-            return found
-        start = _ws(text, i + 1)
-        end = skip_value(text, start)
-        if ("\\" in name and json.loads(name) == key) or name[1:-1] == key:
-            found = (start, end)
-        i = _ws(text, end)
+        colon = _ws(text, m.end())
+        if not text.startswith(":", colon):
+            return None
+        value_start = _ws(text, colon + 1)
+        value_end = skip_value(text, value_start)
+        members.append(Member(json.loads(name) if "\\" in name else name[1:-1], i, value_start, value_end))
+        i = _ws(text, value_end)
         if text.startswith(",", i):
             i = _ws(text, i + 1)
+    return members
+
+
+def member_span(text: str, key: str) -> tuple[int, int] | None:
+    """The span of member ``key``'s value in the JSON object ``text`` (the last one wins,
+    as parsers do with duplicate keys); None when ``text`` is no object or lacks ``key``."""
+    found = None
+    for member in object_members(text) or ():
+        if member.key == key:
+            found = (member.value_start, member.value_end)
     return found
 
 
@@ -98,9 +117,10 @@ def id_candidate(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def element_spans(text: str) -> list[tuple[int, int]] | None:
-    """The spans of the elements of the JSON array ``text``; None when it is no array."""
-    i = _ws(text, 0)
+def element_spans(text: str, start: int = 0) -> list[tuple[int, int]] | None:
+    """The spans of the elements of the JSON array starting at ``text[start]`` (after
+    whitespace); None when no array starts there."""
+    i = _ws(text, start)
     if not text.startswith("[", i):
         return None
     spans = []

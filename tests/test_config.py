@@ -17,7 +17,6 @@ from mcptape.config import (
     known_upstreams,
     load_config,
     parse_entry,
-    render_config,
     resolve_upstream,
 )
 from tests.conftest import ROOT
@@ -154,35 +153,19 @@ def test_default_client_config_path_follows_each_platform() -> None:
     assert default_client_config_path("linux", {"XDG_CONFIG_HOME": "conf"}, home) == home / ".config" / claude
 
 
-def test_render_config_rewrites_only_the_changed_entries() -> None:
-    original = CLAUDE.read_text(encoding="utf-8")
-    document = json.loads(original)
-    document["mcpServers"]["git"] = {"command": "git-mcp"}
-    text = render_config(document, original, {"git"})
-    assert json.loads(text) == document
-    old_entry = (
-        '{\n      "command": "uvx",\n'
-        '      "args": ["mcp-server-git", "--repository", "/Users/alice/src/my project"]\n    }'
-    )
-    assert old_entry in original
-    # Everything else, one-line args of the neighbours included, keeps its bytes.
-    assert text == original.replace(old_entry, '{\n      "command": "git-mcp"\n    }')
+def test_a_deeply_nested_config_is_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"mcpServers": {}, "x": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    with pytest.raises(ConfigError, match="nested too deeply") as caught:
+        load_config(path)
+    assert "\n" not in str(caught.value)
 
 
-def test_render_config_keeps_crlf_line_endings_and_tabs() -> None:
-    original = '{\r\n\t"mcpServers": {\r\n\t\t"a": {"command": "x"}\r\n\t}\r\n}\r\n'
-    document = {"mcpServers": {"a": {"command": "y", "args": ["1"]}}}
-    text = render_config(document, original, {"a"})
-    assert json.loads(text) == document
-    assert "\n" not in text.replace("\r\n", "")
-    assert '\r\n\t\t\t"command": "y",\r\n' in text
-    assert text.endswith("}\r\n")
+def test_reading_a_config_keeps_crlf_and_strips_only_the_bom(tmp_path: Path) -> None:
+    from mcptape.config import read_config_document
 
-
-def test_render_config_re_renders_a_file_it_cannot_edit_in_place() -> None:
-    # Duplicate keys: the parsed document keeps the last one, so splicing is refused.
-    original = '{"mcpServers": {"a": {"command": "x"}, "a": {"command": "z"}}}'
-    document = {"mcpServers": {"a": {"command": "y"}}}
-    text = render_config(document, original, {"a"})
-    assert json.loads(text) == document
-    assert text == '{\n  "mcpServers": {\n    "a": {\n      "command": "y"\n    }\n  }\n}'
+    path = tmp_path / "c.json"
+    path.write_bytes(b'\xef\xbb\xbf{\r\n  "mcpServers": {}\r\n}\r\n')
+    text, document = read_config_document(path)
+    assert text == '{\r\n  "mcpServers": {}\r\n}\r\n'
+    assert document == {"mcpServers": {}}
