@@ -159,16 +159,47 @@ def parse_entry(name: str, entry: Any, source: str = "config") -> UpstreamSpec:
     raise ConfigError(f'{where} has neither "command" (a program to run) nor "url" (a remote server)')
 
 
-def resolve_upstream(name: str, config_path: str | os.PathLike[str] | None = None) -> UpstreamSpec:
+def resolve_upstream(
+    name: str,
+    config_path: str | os.PathLike[str] | None = None,
+    default_config: Path | None = None,
+) -> UpstreamSpec:
     """The upstream called ``name``: from the config file if given (it wins), else a built-in one.
 
-    Raises ConfigError listing the known names when there is no such upstream.
+    Without ``config_path``, the desktop client's config that `mcptape wrap` edits
+    (``default_config``, by default :func:`default_client_config_path`) is read when it
+    exists, so ``--upstream files`` finds the client's "files" server. A broken default
+    config does not hide the built-ins. Raises ConfigError listing the known names and
+    suggesting ``--config FILE`` when there is no such upstream.
     """
-    known = known_upstreams(config_path)
+    if config_path is not None:
+        known = known_upstreams(config_path)
+        if name in known:
+            return known[name]
+        raise ConfigError(
+            f"unknown upstream {name!r}; known names (from {config_path} and the built-ins): {', '.join(known)}"
+        )
+    default = default_client_config_path() if default_config is None else default_config
+    builtins = builtin_upstreams()
+    if not default.is_file():
+        if name in builtins:
+            return builtins[name]
+        raise ConfigError(
+            f"unknown upstream {name!r}: no --config given and no desktop client config at {default}; "
+            f"pass --config FILE (an mcpServers JSON file) or a built-in name ({', '.join(builtins)})"
+        )
+    try:
+        known = known_upstreams(default)
+    except ConfigError as exc:
+        if name in builtins:
+            return builtins[name]
+        raise ConfigError(f"{exc} (read because no --config was given; pass --config FILE)") from None
     if name in known:
         return known[name]
-    where = f" (from {config_path} and the built-ins)" if config_path is not None else " (built-ins)"
-    raise ConfigError(f"unknown upstream {name!r}; known names{where}: {', '.join(known)}")
+    raise ConfigError(
+        f"unknown upstream {name!r}: not in {default} (the desktop client's config, read because no --config "
+        f"was given) nor built in; known names: {', '.join(known)}; pass --config FILE for another mcpServers file"
+    )
 
 
 def known_upstreams(config_path: str | os.PathLike[str] | None = None) -> dict[str, UpstreamSpec]:

@@ -120,7 +120,7 @@ def test_builtin_upstreams_run_with_this_interpreter() -> None:
     builtins = builtin_upstreams()
     assert builtins["demo"].command == [sys.executable, "-m", "mcptape.servers.demo"]
     assert builtins["debug-script"].command == [sys.executable, "-m", "mcptape.servers.debug_script"]
-    assert resolve_upstream("demo") == builtins["demo"]
+    assert resolve_upstream("demo", default_config=Path("/nonexistent/config.json")) == builtins["demo"]
 
 
 def test_config_entry_takes_precedence_over_a_builtin(tmp_path: Path) -> None:
@@ -134,8 +134,49 @@ def test_unknown_upstream_error_lists_the_known_names(tmp_path: Path) -> None:
     path = write_config(tmp_path, {"files": {"command": "npx"}})
     with pytest.raises(ConfigError, match=r"unknown upstream 'filez'.*: files, debug-script, demo$"):
         resolve_upstream("filez", path)
-    with pytest.raises(ConfigError, match=r"\(built-ins\): debug-script, demo$"):
-        resolve_upstream("filez")
+    with pytest.raises(ConfigError, match=r"no desktop client config at .*pass --config FILE"):
+        resolve_upstream("filez", default_config=tmp_path / "none.json")
+
+
+def test_without_config_the_desktop_clients_config_is_read(tmp_path: Path) -> None:
+    path = write_config(tmp_path, {"files": {"command": "npx", "args": ["-y", "srv"]}})
+    assert resolve_upstream("files", default_config=path).command == ["npx", "-y", "srv"]
+    assert resolve_upstream("demo", default_config=path) == builtin_upstreams()["demo"]
+    with pytest.raises(ConfigError) as caught:
+        resolve_upstream("filez", default_config=path)
+    message = str(caught.value)
+    assert f"not in {path} (the desktop client's config" in message
+    assert "known names: files, debug-script, demo; pass --config FILE" in message
+    # A broken client config does not hide the built-ins, and is named when it matters.
+    path.write_text("{nope", encoding="utf-8")
+    assert resolve_upstream("demo", default_config=path) == builtin_upstreams()["demo"]
+    with pytest.raises(ConfigError, match=r"invalid JSON.*read because no --config was given"):
+        resolve_upstream("files", default_config=path)
+
+
+def test_record_upstream_without_config_uses_the_desktop_clients_config(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from tests.conftest import MCPTAPE
+    from tests.recording import RAW_ECHO
+
+    claude = tmp_path / "xdg" / "Claude"
+    claude.mkdir(parents=True)
+    entry = {"command": RAW_ECHO[0], "args": RAW_ECHO[1:]}
+    (claude / "claude_desktop_config.json").write_text(json.dumps({"mcpServers": {"echo": entry}}))
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "MCPTAPE_DB": str(tmp_path / "rec.db")}
+    line = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    done = subprocess.run(
+        [*MCPTAPE, "record", "--upstream", "echo"], input=line, capture_output=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == line
+    missing = subprocess.run(
+        [*MCPTAPE, "record", "--upstream", "files"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert missing.returncode == 2
+    assert "the desktop client's config" in missing.stderr and "--config FILE" in missing.stderr
 
 
 def test_default_client_config_path_follows_each_platform() -> None:
