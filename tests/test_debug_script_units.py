@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from mcptape.servers.debug_script.errors import DebugScriptError, timeout_message
 from mcptape.servers.debug_script.evaluate import HitValue
 from mcptape.servers.debug_script.launch import inspector_port, split_command, with_inspect_brk
+from mcptape.servers.debug_script.locations import HitLocation
 from mcptape.servers.debug_script.predict import PredictedLocation, predict_locations, search_roots
-from mcptape.servers.debug_script.server import format_outcome, render_value
-from mcptape.servers.debug_script.session import DebugOutcome
+from mcptape.servers.debug_script.server import summarize
+from mcptape.servers.debug_script.session import DebugOutcome, Hit
 from mcptape.servers.debug_script.sourcemap import (
     Mapping,
     SourceMap,
@@ -242,8 +243,16 @@ def test_inspector_port_comes_from_inspect_brk_else_9229(argv: list[str], port: 
 def test_inspect_brk_is_added_only_to_a_plain_node_command() -> None:
     assert with_inspect_brk(["node", "x.js"]) == ["node", "--inspect-brk=0", "x.js"]
     assert with_inspect_brk(["/usr/bin/node", "x.js"]) == ["/usr/bin/node", "--inspect-brk=0", "x.js"]
-    assert with_inspect_brk(["node", "--inspect=9229", "x.js"]) == ["node", "--inspect=9229", "x.js"]
+    assert with_inspect_brk(["node", "--inspect-brk=9229", "x.js"]) == ["node", "--inspect-brk=9229", "x.js"]
     assert with_inspect_brk(["npm", "run", "debug"]) == ["npm", "run", "debug"]
+
+
+@pytest.mark.parametrize("flag", ["--inspect", "--inspect=0", "--inspect=127.0.0.1:9229"])
+def test_inspect_without_brk_is_refused_with_the_flag_to_use(flag: str) -> None:
+    with pytest.raises(DebugScriptError) as caught:
+        with_inspect_brk(["node", flag, "x.js"])
+    assert caught.value.message.startswith(f"{flag} starts the inspector but lets the script run")
+    assert f"use {flag.replace('--inspect', '--inspect-brk')} instead" in caught.value.message
 
 
 def test_timeout_message_has_no_spurious_decimal() -> None:
@@ -251,19 +260,31 @@ def test_timeout_message_has_no_spurious_decimal() -> None:
     assert timeout_message(1500.5) == "Timeout waiting for breakpoint after 1500.5 ms"
 
 
-def test_values_render_as_json_and_descriptions_bare() -> None:
-    assert render_value(HitValue("string", "a")) == '"a"'
-    assert render_value(HitValue("object", {"k": [1, None]})) == '{"k": [1, null]}'
-    assert render_value(HitValue("undefined", None)) == "undefined"
-    assert render_value(HitValue("bigint", "10n", described=True)) == "10n"
-    assert HitValue("bigint", "10n", described=True).as_json() == {"type": "bigint", "value": "10n"}
+def test_hit_json_puts_the_location_beside_type_and_value() -> None:
+    hit = Hit(HitValue("bigint", "10n", described=True, truncated=5), HitLocation(5, 3, "f"))
+    assert hit.as_json() == {
+        "type": "bigint",
+        "value": "10n",
+        "line": 5,
+        "column": 3,
+        "function": "f",
+        "truncated": 5,
+    }
+    assert list(hit.as_json())[:2] == ["type", "value"]
 
 
-def test_outcome_text_lists_hits_and_how_the_run_ended() -> None:
-    outcome = DebugOutcome("/p/t.js:3", "i", [HitValue("number", 0), HitValue("number", 1)], True, "stopped")
-    assert format_outcome(outcome) == (
-        "2 hits at /p/t.js:3, evaluating `i`:\n"
-        "1. number: 0\n"
-        "2. number: 1\n"
-        "The timeout elapsed while the process was still running; it was stopped."
+def test_summary_is_one_line_without_the_values_plus_notes() -> None:
+    hits = [Hit(HitValue("string", "secret-value"), HitLocation(4, 3, "")) for _ in range(2)]
+    outcome = DebugOutcome("/p/t.js:3", "i", hits, True, "stopped", ["Line 3 holds no code; ..."])
+    assert summarize(outcome) == (
+        "2 hits at /p/t.js:3 (line 4); the timeout elapsed and the process was stopped. "
+        "The values are in structuredContent.results.\nLine 3 holds no code; ..."
     )
+    cut = DebugOutcome(
+        "/p/t.js:3",
+        "i",
+        [Hit(HitValue("string", "a", truncated=9), HitLocation(3, 1, ""))],
+        False,
+        "status 0",
+    )
+    assert "1 value was cut (see `truncated`; raise max_value_length" in summarize(cut)
