@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from mcptape.servers.debug_script.errors import DebugScriptError
+from mcptape.servers.debug_script.transport import LONE_SURROGATE_KEY
 
 DEFAULT_MAX_VALUE_LENGTH: Final = 10_000
 DEFAULT_MAX_TOTAL_LENGTH: Final = 2_000_000
@@ -108,6 +109,8 @@ def parse_arguments(arguments: Any) -> DebugRequest:
         raise DebugScriptError(
             f"arguments must be an object with {', '.join(_REQUIRED)}; got {_kind(arguments)}."
         )
+    if LONE_SURROGATE_KEY in arguments:
+        raise DebugScriptError(_surrogate_message(str(arguments[LONE_SURROGATE_KEY])))
     unknown = sorted(key for key in arguments if key not in _REQUIRED + _OPTIONAL)
     if unknown:
         raise DebugScriptError(
@@ -201,12 +204,8 @@ def _reject_lone_surrogates(value: Any, where: str) -> None:
         if not value.isascii():
             try:
                 value.encode("utf-8")
-            except UnicodeEncodeError as error:
-                code = ord(value[error.start])
-                raise DebugScriptError(
-                    f"{where} holds a lone UTF-16 surrogate (U+{code:04X}), which is not text; "
-                    "write it as a \\u escape inside a JavaScript string literal instead."
-                ) from None
+            except UnicodeEncodeError:
+                raise DebugScriptError(_surrogate_message(where)) from None
     elif isinstance(value, dict):
         for key, item in value.items():
             _reject_lone_surrogates(key, where)
@@ -214,6 +213,13 @@ def _reject_lone_surrogates(value: Any, where: str) -> None:
     elif isinstance(value, list):
         for item in value:
             _reject_lone_surrogates(item, where)
+
+
+def _surrogate_message(where: str) -> str:
+    return (
+        f"{where} holds a lone UTF-16 surrogate (half of a pair, such as \\ud83d alone), which is not "
+        "text; inside a JavaScript string literal write it as a \\u escape (\\\\ud83d in JSON) instead."
+    )
 
 
 def _kind(value: Any) -> str:

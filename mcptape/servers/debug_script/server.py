@@ -35,6 +35,7 @@ from mcptape.servers.debug_script.evaluate import escape_lone_surrogates
 from mcptape.servers.debug_script.launch import install_cleanup_handlers
 from mcptape.servers.debug_script.policy import CommandPolicy
 from mcptape.servers.debug_script.session import DebugOutcome, run_debug_session
+from mcptape.servers.debug_script.transport import surrogate_safe_stdin
 
 TOOL_NAME: Final = "debug-script"
 
@@ -191,7 +192,7 @@ def build_server(policy: CommandPolicy | None = None) -> Server[Any]:
 async def serve_stdio(policy: CommandPolicy | None = None) -> None:
     """Serve the tool over our stdin and stdout until the client goes away."""
     server = build_server(policy)
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_server(stdin=surrogate_safe_stdin()) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
