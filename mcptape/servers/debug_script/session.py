@@ -71,6 +71,7 @@ __all__ = ["DebugOutcome", "DebugRequest", "Hit", "run_debug_session"]
 _EXIT_GRACE_SECONDS = 1.0
 _SCRIPTS_IN_MESSAGES = 5
 _METHOD_NOT_FOUND = -32601
+_JAVASCRIPT_SUFFIXES = (".js", ".mjs", ".cjs")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,8 @@ class DebugOutcome:
 @dataclass
 class _RunState:
     breakpoint_ids: set[str] = field(default_factory=set)
+    # Breakpoints that only hold a compiled module at its start (never a hit of their own).
+    entry_ids: set[str] = field(default_factory=set)
     matched: bool = False
     scripts: list[str] = field(default_factory=list)
     main_context: int | None = None
@@ -202,6 +205,15 @@ class _DebugRun:
                 {"instrumentation": "beforeScriptWithSourceMapExecution"},
             )
         await self._set_by_url(cdp, self.target.url_regex, self.target.line0, 0)
+        if not self.target.path.endswith(_JAVASCRIPT_SUFFIXES):
+            # A loader (tsx) may serve this very file compiled, as an ES module: V8 makes no
+            # pause before a module runs, so stop at its first statement, by which time its
+            # scriptParsed has set the mapped breakpoint.
+            response = await cdp.send(
+                "Debugger.setBreakpointByUrl",
+                {"urlRegex": self.target.url_regex, "lineNumber": 0, "columnNumber": 0},
+            )
+            self.state.entry_ids.add(response["breakpointId"])
         for location in predicted:
             spellings = {location.script, os.path.realpath(location.script)}
             self.state.predicted_scripts |= spellings
