@@ -14,9 +14,9 @@ from typing import Any, Final
 
 import orjson
 
+from mcptape.redact import PLACEHOLDER
 from mcptape.replay.normalise import format_pointer
 
-PLACEHOLDER: Final = re.compile(r"«redacted:[0-9a-f]{8}»")
 ABSENT: Final = "(absent)"
 MAX_DIFFERENCES: Final = 50
 

@@ -28,7 +28,9 @@ from typing import Any, Final
 
 import orjson
 
-from mcptape.frames import Direction, classify_message, encode_id, parse
+from mcptape.frames import Direction, classify_message, parse
+from mcptape.ids import encode_id
+from mcptape.ids import id_key as text_key
 
 PROGRESS: Final = "notifications/progress"
 
@@ -39,9 +41,7 @@ class TapeError(Exception):
 
 def id_key(value: Any) -> str:
     """The correlation key of a JSON-RPC id value: ids peers consider equal (1, 1.0) share it."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return encode_id(value)
+    return text_key(encode_id(value))
 
 
 @dataclass(slots=True)
