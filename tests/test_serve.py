@@ -177,3 +177,13 @@ def test_serve_usage_errors_are_one_line(demo_db: tuple[Path, dict[str, Any]], t
     assert_one_line_error(run("--db", str(db), "nope"), "no session 'nope'")
     assert_one_line_error(run("--file", str(tmp_path / "x.jsonl")), "does not exist")
     assert_one_line_error(run("--db", str(db), "demo", "--on-miss", "forward"), "no server to replay against")
+
+
+def test_a_2026_07_28_recording_is_served_with_its_input_required_rounds(tmp_path: Path) -> None:
+    from tests.test_replay import ASK_NAME, modern_scenario
+
+    db = tmp_path / "rec.db"
+    live = record(db, "ask", ASK_NAME, modern_scenario)
+    assert live["version"] == "2026-07-28"
+    # server/discover comes from the recording; the retry's requestState is matched as a minted value.
+    assert modern_scenario(served(db, "ask")) == live
