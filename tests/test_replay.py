@@ -287,3 +287,21 @@ def test_2026_07_28_input_required_rounds_are_redriven_with_the_new_request_stat
     # The retry echoed the state the live server minted in this run, not the recorded one.
     assert replay_retry["requestState"] == replay_state
     assert replay_retry["inputResponses"] == recorded_retry["inputResponses"]
+
+
+def test_a_server_that_never_answers_is_reported_per_exchange(db: Path) -> None:
+    silent = [sys.executable, "-c", "import time; time.sleep(60)"]
+    proc = mcptape("replay", "demo", "--db", str(db), "--timeout", "0.3", "--grace", "0.2", "--", *silent)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "✗ #1 initialize: no response from the replayed server" in proc.stdout
+    assert "7 exchanges: 0 match, 7 differ" in proc.stdout
+
+
+def test_secrets_in_the_server_command_are_not_stored(db: Path) -> None:
+    proc = mcptape("replay", "demo", "--db", str(db), "--", *DEMO, "--api-key=hunter2secret")
+    con = sqlite3.connect(db)
+    try:
+        upstream = con.execute("select upstream from sessions where mode = 'replay'").fetchone()[0]
+    finally:
+        con.close()
+    assert "hunter2secret" not in upstream and "«redacted:" in upstream, (upstream, proc.stderr)

@@ -21,7 +21,7 @@ from mcptape.proxy.process import ProcessLink, SpawnError
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.recording import BackgroundStore, SessionRow
 from mcptape.proxy.relay import Relay
-from mcptape.proxy.session import _finish_in_thread
+from mcptape.proxy.session import _finish_in_thread, _redacted
 from mcptape.replay.compare import SessionResult, compare_tapes
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.player import TapePlayer
@@ -75,8 +75,9 @@ def _progress(source: str, total: int) -> Callable[[int, int], None] | None:
 async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
     """Replay one recording against a new server process; never raises for a server that fails."""
     recorder = Recorder()
-    session = SessionContext(None, "replay", "tape->stdio", plan.description, None)
-    row = SessionRow("replay", None, "tape->stdio", plan.description, replay_of=tape.session_id)
+    _, description = _redacted(plan.argv, plan.description)  # secrets never reach the database
+    session = SessionContext(None, "replay", "tape->stdio", description, None)
+    row = SessionRow("replay", None, "tape->stdio", description, replay_of=tape.session_id)
     try:
         server = ProcessLink.spawn(plan.argv, env=plan.env, cwd=plan.cwd, echo_stderr=plan.echo_stderr)
     except SpawnError as exc:
