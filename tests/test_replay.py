@@ -195,6 +195,10 @@ async def _elicitation(context: Any, params: types.ElicitRequestParams) -> types
     return types.ElicitResult(action="accept", content={"name": "Ada"})
 
 
+async def _decline(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="decline")
+
+
 async def _roots(context: Any) -> types.ListRootsResult:
     return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/project", name="project")])
 
@@ -205,10 +209,11 @@ def everything_scenario(params: StdioServerParameters) -> dict[str, Any]:
             params,
             mode="legacy",
             sampling_callback=_sampling,
-            elicitation_callback=_elicitation,
+            elicitation_callback=_decline,
             list_roots_callback=_roots,
         ) as client:
             return {
+                "elicitation": dump(await client.call_tool("trigger-elicitation-request", {})),
                 "echo": dump(await client.call_tool("echo", {"message": "hi"})),
                 "sampling": dump(
                     await client.call_tool("trigger-sampling-request", {"prompt": "say hi", "maxTokens": 10})
@@ -238,6 +243,7 @@ def test_server_requests_are_answered_from_the_recording(tmp_path: Path) -> None
         ).fetchall()
         assert any("canned hello" in a[0] for a in answers)
         assert any("file:///tmp/project" in a[0] for a in answers)
+        assert any('"decline"' in a[0] for a in answers)
     finally:
         con.close()
 

@@ -35,7 +35,7 @@ def test_serving_a_recording_gives_the_client_the_live_results(demo_db: tuple[Pa
     assert demo_scenario(served(db, "demo")) == live
 
 
-def test_serving_sampling_and_roots_asks_the_client_again(tmp_path: Path) -> None:
+def test_serving_sampling_elicitation_and_roots_asks_the_client_again(tmp_path: Path) -> None:
     server = everything_server_cmd()
     assert server is not None, "tests/npm is not installed: run npm ci in tests/npm"
     db = tmp_path / "rec.db"
@@ -52,6 +52,7 @@ def test_serving_sampling_and_roots_asks_the_client_again(tmp_path: Path) -> Non
     finally:
         con.close()
     assert ("sampling/createMessage", "client") in rows and ("roots/list", "client") in rows
+    assert ("elicitation/create", "client") in rows
 
 
 def test_a_miss_names_the_nearest_recorded_requests(demo_db: tuple[Path, dict[str, Any]]) -> None:

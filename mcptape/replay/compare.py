@@ -10,7 +10,7 @@ guaranteed) and the server-initiated requests made meanwhile.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -60,63 +60,71 @@ def _body(message: dict[str, Any] | None) -> Any:
     return {k: v for k, v in message.items() if k not in ("id", "jsonrpc")}
 
 
-def _multiset(
-    normaliser: Normaliser, messages: Sequence[dict[str, Any]], prefix: str
-) -> dict[str, list[tuple[bytes, Any]]]:
-    groups: dict[str, list[tuple[bytes, Any]]] = defaultdict(list)
-    for message in messages:
-        method = message.get("method")
-        method = method if isinstance(method, str) else "?"
-        if normaliser.dropped(method):
-            continue
-        body = normaliser.normalise(message.get("params"), method)
-        groups[method].append((canonical(body), body))
-    for items in groups.values():
-        items.sort(key=lambda item: item[0])
-    return groups
+# One message sent beside a response: (what, method, canonical params, params), normalised.
+Item = tuple[str, str, bytes, Any]
 
 
-def _compare_groups(
-    normaliser: Normaliser, recorded: Sequence[dict[str, Any]], replayed: Sequence[dict[str, Any]], what: str
-) -> list[Difference]:
-    a, b = _multiset(normaliser, recorded, what), _multiset(normaliser, replayed, what)
-    out: list[Difference] = []
-    for method in sorted(set(a) | set(b)):
-        left, right = a.get(method, []), b.get(method, [])
-        where = f"{what} {method}"
-        if len(left) != len(right):
-            out.append(Difference(where, f"{len(left)} sent", f"{len(right)} sent"))
-            continue
-        for k, (x, y) in enumerate(zip(left, right, strict=True)):
-            if x[0] != y[0]:
-                for d in differences(x[1], y[1], limit=10):
-                    out.append(Difference(f"{where} #{k + 1} /params{d.pointer}", d.recorded, d.replayed))
+def _items(normaliser: Normaliser, exchange: Exchange) -> list[Item]:
+    """The notifications and server requests sent while ``exchange`` was in flight, normalised."""
+    out: list[Item] = []
+    for what, messages in (
+        ("notification", exchange.notifications),
+        ("server request", [c.request for c in exchange.server_calls]),
+    ):
+        for message in messages:
+            method = message.get("method")
+            method = method if isinstance(method, str) else "?"
+            if normaliser.dropped(method):
+                continue
+            body = normaliser.normalise(message.get("params"), method)
+            out.append((what, method, canonical(body), body))
     return out
 
 
-def compare_exchange(normaliser: Normaliser, recorded: Exchange, replayed: Exchange | None) -> ExchangeResult:
-    """One exchange's result: the response, its notifications and server requests compared."""
+def _minus(a: list[Item], b: list[Item]) -> list[Item]:
+    """The items of ``a`` not in ``b``, as multisets."""
+    left = Counter((i[0], i[1], i[2]) for i in b)
+    out = []
+    for item in a:
+        key = (item[0], item[1], item[2])
+        if left[key]:
+            left[key] -= 1
+        else:
+            out.append(item)
+    return out
+
+
+def _item_differences(recorded: list[Item], replayed: list[Item]) -> list[Difference]:
+    """What is left over on either side, per method: paired field by field when counts agree."""
+    groups: dict[tuple[str, str], tuple[list[Item], list[Item]]] = defaultdict(lambda: ([], []))
+    for item in recorded:
+        groups[(item[0], item[1])][0].append(item)
+    for item in replayed:
+        groups[(item[0], item[1])][1].append(item)
+    out: list[Difference] = []
+    for (what, method), (left, right) in sorted(groups.items()):
+        where = f"{what} {method}"
+        if len(left) != len(right):
+            out.append(Difference(where, f"{len(left)} more sent", f"{len(right)} more sent"))
+            continue
+        for x, y in zip(sorted(left, key=lambda i: i[2]), sorted(right, key=lambda i: i[2]), strict=True):
+            for d in differences(x[3], y[3], limit=10):
+                out.append(Difference(f"{where} /params{d.pointer}", d.recorded, d.replayed))
+    return out
+
+
+def compare_response(normaliser: Normaliser, recorded: Exchange, replayed: Exchange | None) -> ExchangeResult:
+    """One exchange's result from its response alone (``result`` or ``error``, not the id)."""
     result = ExchangeResult(recorded.index, recorded.method, recorded.subject, MATCH)
     if replayed is None or (replayed.response is None and recorded.response is not None):
         result.status = MISSING
         return result
-    if (
-        recorded.response_data is not None
-        and recorded.response_data == replayed.response_data
-        and not (recorded.timeline or replayed.timeline)
-    ):
+    if recorded.response_data is not None and recorded.response_data == replayed.response_data:
         return result  # the same bytes: nothing to normalise (most exchanges of a passing replay)
     method, tool = recorded.method, recorded.subject
     a = normaliser.normalise(_body(recorded.response), method, tool)
     b = normaliser.normalise(_body(replayed.response), method, tool)
     found = differences(a, b)
-    found += _compare_groups(normaliser, recorded.notifications, replayed.notifications, "notification")
-    found += _compare_groups(
-        normaliser,
-        [c.request for c in recorded.server_calls],
-        [c.request for c in replayed.server_calls],
-        "server request",
-    )
     if found:
         result.status = DIFFERS
         result.differences = found
@@ -124,12 +132,44 @@ def compare_exchange(normaliser: Normaliser, recorded: Exchange, replayed: Excha
 
 
 def compare_tapes(recorded: Tape, replayed: Tape, normaliser: Normaliser) -> list[ExchangeResult]:
-    """Each recorded exchange against the replayed exchange of the same rank."""
-    results = []
+    """Each recorded exchange against the replayed exchange of the same rank.
+
+    Notifications and server requests are compared as multisets per exchange. What a
+    server sends on its own schedule (a log line, the roots/list it asks for after the
+    handshake) can land beside another request in a replay that runs faster than the
+    client did: what one exchange lacks and another has extra, identically, matches.
+    """
+    results, missing, extra = [], [], []
     for i, exchange in enumerate(recorded.exchanges):
         other = replayed.exchanges[i] if i < len(replayed.exchanges) else None
-        results.append(compare_exchange(normaliser, exchange, other))
+        results.append(compare_response(normaliser, exchange, other))
+        mine = _items(normaliser, exchange)
+        theirs = _items(normaliser, other) if other is not None else []
+        missing.append(_minus(mine, theirs))
+        extra.append(_minus(theirs, mine))
+    all_missing = [item for items in missing for item in items]
+    all_extra = [item for items in extra for item in items]
+    unmatched_missing = _minus(all_missing, all_extra)
+    unmatched_extra = _minus(all_extra, all_missing)
+    for result, lacking, more in zip(results, missing, extra, strict=True):
+        if result.status == MISSING:
+            continue
+        lacking = [i for i in lacking if _take(unmatched_missing, i)]
+        more = [i for i in more if _take(unmatched_extra, i)]
+        found = _item_differences(lacking, more)
+        if found:
+            result.status = DIFFERS
+            result.differences += found
     return results
+
+
+def _take(pool: list[Item], item: Item) -> bool:
+    """Remove ``item`` from ``pool`` if it is there (by identity): it is still unmatched."""
+    for k, candidate in enumerate(pool):
+        if candidate is item:
+            del pool[k]
+            return True
+    return False
 
 
 # -- reporting ---------------------------------------------------------------------------
