@@ -141,14 +141,25 @@ def test_writer_records_frames_events_and_session_updates_exactly(database: Data
         assert writer.errors == []
         assert writer.frames_written == len(frames)
     rows = database.query(
-        "SELECT seq, ts, direction, origin, kind, method, rpc_id, size, text, raw, meta FROM frames ORDER BY seq"
+        "SELECT seq, ts, direction, origin, kind, method, rpc_id, size, text, raw, meta, request_seq"
+        " FROM frames ORDER BY seq"
     )
     assert [frame_bytes(row[8], row[9]) for row in rows] == [frame.data for frame in frames]
     assert [row[9] is not None for row in rows] == [False, False, True, True, False]
     assert [row[1] for row in rows] == [frame.ts for frame in frames]
+    # The response gets its request's method and seq.
     assert [row[2:8] for row in rows] == [
-        (f.direction, f.origin, f.kind, f.method, f.rpc_id, len(f.data)) for f in frames
+        (
+            f.direction,
+            f.origin,
+            f.kind,
+            f.method or ("tools/call" if f.kind == "response" else None),
+            f.rpc_id,
+            len(f.data),
+        )
+        for f in frames
     ]
+    assert [row[11] for row in rows] == [None, 1, None, None, None]
     assert "\x00" not in rows[3][8]
     assert json.loads(rows[4][10]) == {"sse": "e1"}
     assert database.query("SELECT kind, text, data FROM events ORDER BY id") == [

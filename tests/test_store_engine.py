@@ -15,7 +15,7 @@ from mcptape.migrations import runner
 from mcptape.store import StoreError, default_db_path, open_store, resolve_url
 from mcptape.store.engine import open_unmigrated
 from mcptape.store.schema import metadata
-from mcptape.store.views import VIEWS_V2
+from mcptape.store.views import CURRENT
 
 
 def mode_of(path: Path) -> int:
@@ -87,11 +87,23 @@ def test_read_only_transactions_can_opt_out_of_the_write_lock(db_path: Path) -> 
 
 def test_new_database_gets_tables_indexes_views_at_head_revision(db_path: Path) -> None:
     open_store(str(db_path)).close()
-    assert sqlite_objects(db_path, "table") == {"sessions", "frames", "events", "alembic_version"}
-    assert sqlite_objects(db_path, "view") == {view.name for view in VIEWS_V2}
-    assert {"ix_frames_session_seq", "ix_frames_session_rpc", "ix_frames_method", "ix_events_session"} <= (
-        sqlite_objects(db_path, "index")
-    )
+    assert sqlite_objects(db_path, "table") == {
+        "sessions",
+        "frames",
+        "events",
+        "batch_replies",
+        "alembic_version",
+    }
+    assert sqlite_objects(db_path, "view") == {view.name for view in CURRENT}
+    assert {
+        "ix_frames_session_seq",
+        "ix_frames_session_rpc",
+        "ix_frames_method",
+        "ix_frames_session_request",
+        "ix_frames_batches",
+        "ix_events_session",
+        "ix_batch_replies_request",
+    } <= sqlite_objects(db_path, "index")
     assert revision_of(db_path) == runner.HEAD_REVISION
 
 
