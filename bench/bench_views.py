@@ -60,10 +60,19 @@ def session_frames(count: int, unanswered: int, t0: float) -> list[Frame]:
         progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call}}
         out.append(Frame(orjson.dumps(progress), "s2c", ts=ts + 0.0001))
         if call % 50 == 0:
-            log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": call}}
+            log = {
+                "jsonrpc": "2.0",
+                "method": "notifications/message",
+                "params": {"level": "info", "data": call},
+            }
             out.append(Frame(orjson.dumps(log), "s2c", ts=ts + 0.0002))
         if call % 100 == 0:
-            ask = {"jsonrpc": "2.0", "id": call, "method": "sampling/createMessage", "params": {"maxTokens": 5}}
+            ask = {
+                "jsonrpc": "2.0",
+                "id": call,
+                "method": "sampling/createMessage",
+                "params": {"maxTokens": 5},
+            }
             answer = {"jsonrpc": "2.0", "id": call, "result": {"role": "assistant"}}
             out.append(Frame(orjson.dumps(ask), "s2c", ts=ts + 0.0003))
             out.append(Frame(orjson.dumps(answer), "c2s", ts=ts + 0.0004))
@@ -98,8 +107,12 @@ def timed(conn: object, sql: str, repeat: int = 3) -> tuple[float, list[tuple[ob
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=200_000, help="frames in the session (default 200,000)")
-    parser.add_argument("--unanswered", type=int, default=1000, help="requests never answered (default 1,000)")
-    parser.add_argument("--db", metavar="URL", help="a server database URL instead of a temporary SQLite file")
+    parser.add_argument(
+        "--unanswered", type=int, default=1000, help="requests never answered (default 1,000)"
+    )
+    parser.add_argument(
+        "--db", metavar="URL", help="a server database URL instead of a temporary SQLite file"
+    )
     args = parser.parse_args()
     frames = session_frames(args.frames, args.unanswered, time.time())
     with tempfile.TemporaryDirectory(prefix="mcptape-bench-") as tmp:

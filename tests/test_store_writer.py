@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -333,3 +334,144 @@ def test_writer_retries_past_the_busy_timeout_and_drops_nothing(
     stderr = capfd.readouterr().err
     assert stderr.count("mcptape: waiting for the database lock held by another process (") == 1
     assert stderr.count("\n") == 1
+
+
+# -- the relay's API: time-bounded backlog, queued sessions, flushing on the loop, failures ------
+
+
+def test_backlog_is_bounded_in_time_and_wait_below_limit_blocks_until_it_commits(
+    store: Store, db_path: Path
+) -> None:
+    import threading
+
+    sid = store.create_session(mode="record")
+    writer = store.writer(max_lag=0.05)
+    lock = WriteLock(db_path)
+    writer.add_frame(sid, 1, Frame(request(1), "c2s"))
+    assert not writer.over_limit  # just queued: not late yet
+    threading.Timer(1.0, lock.release).start()
+    time.sleep(0.1)  # longer than max_lag: the frame is now late
+    assert writer.over_limit and writer.backlog == 1
+    assert not writer.wait_below_limit(timeout=0.2)  # the lock holds: still over after 0.2 s
+    assert writer.wait_below_limit(timeout=60)
+    assert not writer.over_limit
+    writer.close()
+    assert rows(db_path, "SELECT count(*) FROM frames") == [(1,)]
+
+
+def test_a_response_is_stored_with_its_requests_method_and_seq(store: Store, db_path: Path) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    writer.add_frame(sid, 1, Frame(request(1, "tools/list"), "c2s"))
+    writer.add_frame(sid, 2, Frame(b'{"jsonrpc":"2.0","id":1.0,"result":{}}', "s2c"))
+    writer.add_frame(sid, 3, Frame(request(2, "ping"), "c2s"))
+    writer.add_frame(
+        sid, 4, Frame(b'{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}', "s2c", "proxy")
+    )
+    writer.close()
+    assert rows(db_path, "SELECT seq, kind, method, request_seq FROM frames ORDER BY seq") == [
+        (1, "request", "tools/list", None),
+        (2, "response", "tools/list", 1),
+        (3, "request", "ping", None),
+        (4, "error", "ping", 3),
+    ]
+    assert rows(db_path, "SELECT method, count(*) FROM frames GROUP BY 1 ORDER BY 1") == [
+        ("ping", 2),
+        ("tools/list", 2),
+    ]
+    assert rows(db_path, "SELECT request_seq, response_seq, answered_by FROM exchanges ORDER BY 1") == [
+        (1, 2, "server"),
+        (3, 4, "proxy"),
+    ]
+
+
+def test_create_session_is_queued_and_written_before_the_frames_that_follow(
+    store: Store, db_path: Path
+) -> None:
+    writer = store.writer()
+    lock = WriteLock(db_path)  # the database is busy: create_session must not wait for it
+    sid = writer.create_session(mode="proxy", name="gw", transport="http->stdio")
+    writer.add_frame(sid, 1, Frame(request(1), "c2s"))
+    assert len(sid) == 32 and rows(db_path, "SELECT count(*) FROM sessions") == [(0,)]
+    lock.release()
+    writer.close()
+    assert rows(db_path, "SELECT id, mode, name, transport, status, pid FROM sessions") == [
+        (sid, "proxy", "gw", "http->stdio", "running", os.getpid())
+    ]
+    assert rows(db_path, "SELECT session_id FROM frames") == [(sid,)]
+    with pytest.raises(TypeError, match="needs a mode"):
+        store.writer().create_session(name="no mode")
+
+
+def test_aflush_waits_on_the_loop_without_blocking_it(store: Store, db_path: Path) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+
+    async def scenario() -> tuple[bool, int, bool]:
+        lock = WriteLock(db_path)
+        writer.add_frame(sid, 1, Frame(request(1), "c2s"))
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        ticker = asyncio.ensure_future(tick())
+        timed_out = await writer.aflush(timeout=0.3)
+        lock.release()
+        flushed = await writer.aflush(timeout=60)
+        ticker.cancel()
+        return timed_out, ticks, flushed
+
+    timed_out, ticks, flushed = asyncio.run(scenario())
+    assert timed_out is False and flushed is True
+    assert ticks >= 5  # the loop kept turning while aflush waited
+    assert rows(db_path, "SELECT count(*) FROM frames") == [(1,)]
+    writer.close()
+
+
+def test_close_with_a_timeout_returns_false_while_locked_and_says_so_once_then_writes_everything(
+    store: Store, db_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer(batch_size=10)
+    lock = WriteLock(db_path)
+    for seq in range(1, 31):
+        writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
+    assert writer.close(timeout=0.5) is False
+    with pytest.raises(WriterClosedError):
+        writer.add_frame(sid, 31, Frame(request(31), "c2s"))
+    lock.release()
+    assert writer.close() is True  # nothing queued before close is dropped
+    assert rows(db_path, "SELECT count(*) FROM frames") == [(30,)]
+    err = capfd.readouterr().err
+    assert (
+        err == "mcptape: waiting for the database lock held by another process (30 frames not yet written)…\n"
+    )
+
+
+def test_a_database_that_fails_for_good_sets_failed_once_and_counts_what_is_lost(
+    store: Store, db_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from sqlalchemy import event
+
+    sid = store.create_session(mode="record")
+
+    @event.listens_for(store.engine, "connect")
+    def _full(conn: sqlite3.Connection, _record: object) -> None:  # the disk is full from here on
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+
+    store.engine.dispose()
+    writer = store.writer(batch_size=10)
+    for seq in range(1, 41):
+        writer.add_frame(sid, seq, Frame(request(seq, "x" * 5000), "c2s"))
+    writer.flush()
+    assert writer.failed is not None and "database or disk is full" in writer.failed
+    assert "\n" not in writer.failed
+    assert writer.lost == 40 and writer.frames_written == 0
+    assert not writer.over_limit  # nothing to wait for: the relay goes on
+    assert writer.close() is False
+    assert capfd.readouterr().err.count("mcptape: recording error:") == 1

@@ -82,6 +82,7 @@ MAX_BACKLOG_BYTES: Final = 64 << 20
 # How finely producers note when they queued: the lag is known to this precision.
 _SAMPLE_S: Final = 0.005
 _POLL_S: Final = 0.05
+_BUSY_STEP_MS: Final = 250
 
 # Queue item tags; below _FLUSH they are rows.
 _SESSION: Final = 0
@@ -125,6 +126,7 @@ class Writer:
             else None
         )
         self._events_sql = insert_sql(events, EVENT_COLUMNS, paramstyle)
+        self._sqlite = engine.dialect.name == "sqlite"
         self._correlator = Correlator()
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
         # Producer-side counters (under _count_lock, which only producers take) and
@@ -481,9 +483,14 @@ class Writer:
         tries = 0
         while True:
             try:
-                with self._engine.begin() as conn:
-                    for tag, rows in ops:
-                        self._execute(conn, tag, rows)
+                with self._engine.connect() as conn:
+                    if self._sqlite:
+                        # Wait for another process's write lock in short steps, so the wait
+                        # is said on stderr soon instead of after SQLite's 30 s busy timeout.
+                        conn.connection.driver_connection.execute(f"PRAGMA busy_timeout = {_BUSY_STEP_MS}")  # type: ignore[union-attr]
+                    with conn.begin():
+                        for tag, rows in ops:
+                            self._execute(conn, tag, rows)
                 return None
             except Exception as error:  # raw DB-API errors too: the hot path bypasses SQLAlchemy
                 if is_fatal(error):
