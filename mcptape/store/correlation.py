@@ -26,29 +26,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from typing import Any, Final
 
-from mcptape.frames import classify_message
-
-try:  # the shared definition, once it exists
-    from mcptape.frames import id_key  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - replaced by the import above when it lands
-
-    def id_key(rpc_id_text: str) -> str:
-        """The key under which peers consider ids equal: numbers by value, anything else by its JSON text."""
-        if not rpc_id_text or rpc_id_text[0] not in "-0123456789":
-            return rpc_id_text
-        try:
-            number = Decimal(rpc_id_text)
-        except InvalidOperation:
-            return rpc_id_text
-        if not number.is_finite():
-            return rpc_id_text
-        if number.is_zero():
-            return "0"
-        return str(number.normalize())
-
+from mcptape.frames import classify_message, id_key
 
 # Requests nobody answers (notifications sent with an id by mistake, a dead peer) must
 # not grow the writer's memory without end: past this many waiting in one session, the
