@@ -37,18 +37,17 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import functools
 import queue
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
 import sqlalchemy as sa
 
 from mcptape.frames import Frame
+from mcptape.store.backlog import Backlog, resolve
 from mcptape.store.correlation import Correlator
 from mcptape.store.errors import (
     StoreError,
@@ -58,17 +57,25 @@ from mcptape.store.errors import (
     is_lock_wait,
     is_retryable,
 )
+from mcptape.store.operations import (
+    _EVENT,
+    _FLUSH,
+    _FRAME,
+    _PAIRS,
+    _SESSION,
+    _STOP,
+    _UPDATE,
+    Op,
+    Statements,
+    append,
+)
 from mcptape.store.rows import (
-    EVENT_COLUMNS,
-    FRAME_COLUMNS,
     frame_row,
-    insert_sql,
     json_text,
     new_session_row,
     session_values,
     without_nul,
 )
-from mcptape.store.schema import batch_replies, events, frames, sessions
 
 _MAX_ERRORS: Final = 100
 # Group commit: after a batch smaller than batch_size, wait this long before taking
@@ -79,21 +86,7 @@ _MAX_ERRORS: Final = 100
 LINGER_S: Final = 0.02
 MAX_LAG_S: Final = 0.1
 MAX_BACKLOG_BYTES: Final = 64 << 20
-# How finely producers note when they queued: the lag is known to this precision.
-_SAMPLE_S: Final = 0.005
-_POLL_S: Final = 0.05
 _BUSY_STEP_MS: Final = 250
-
-# Queue item tags; below _FLUSH they are rows.
-_SESSION: Final = 0
-_FRAME: Final = 1
-_EVENT: Final = 2
-_UPDATE: Final = 3
-_PAIRS: Final = 4  # built on the writer thread only
-_FLUSH: Final = 5
-_STOP: Final = 6
-
-Op = tuple[int, list[Any]]  # (tag, rows): consecutive items of one kind, applied together
 
 
 class Writer:
@@ -115,33 +108,11 @@ class Writer:
         self._engine = engine
         self._where = where
         self._batch_size = max(1, batch_size)
-        self._max_lag = max_lag
-        self._max_bytes = max_backlog_bytes
-        paramstyle = engine.dialect.paramstyle
-        self._frames_sql = insert_sql(frames, FRAME_COLUMNS, paramstyle)
-        # psycopg's COPY writes frames about twice as fast as its executemany (bench/bench_writer.py).
-        self._frames_copy = (
-            f"COPY {frames.name} ({', '.join(FRAME_COLUMNS)}) FROM STDIN"
-            if engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
-            else None
-        )
-        self._events_sql = insert_sql(events, EVENT_COLUMNS, paramstyle)
+        self._statements = Statements(engine)
         self._sqlite = engine.dialect.name == "sqlite"
         self._correlator = Correlator()
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        # Producer-side counters (under _count_lock, which only producers take) and
-        # writer-side counters (written by the writer thread alone): backlog = queued - done.
-        self._count_lock = threading.RLock()
-        self._queued_rows = 0
-        self._queued_bytes = 0
-        self._queued_frames = 0
-        self._done_rows = 0
-        self._done_bytes = 0
-        self._done_frames = 0
-        # (row number, monotonic time) every _SAMPLE_S at most: when the oldest row waiting was queued.
-        self._samples: deque[tuple[int, float]] = deque()
-        self._drainers: deque[tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = deque()
-        self._progress = threading.Condition(threading.Lock())
+        self._backlog = Backlog(max_lag, max_backlog_bytes)
         self._reported: set[str] = set()
         self._told_lock_wait = False
         self._late_items = 0
@@ -197,14 +168,7 @@ class Writer:
             raise WriterClosedError(
                 f"queued after the recording writer was closed (tag {item[0]}): close it after the last frame"
             )
-        now = time.monotonic()
-        with self._count_lock:
-            self._queued_rows += 1
-            self._queued_bytes += item[2]
-            self._queued_frames += frame
-            samples = self._samples
-            if not samples or now - samples[-1][1] >= _SAMPLE_S:
-                samples.append((self._queued_rows, now))
+        self._backlog.queued(item[2], frame=frame)
         self._queue.put(item)
         if self._stopped:  # close() ran between the test above and the put (a signal handler can)
             self._reclaim()
@@ -228,19 +192,7 @@ class Writer:
                 dedupe=False,
             )
 
-    # -- back-pressure -------------------------------------------------------
-
-    def _lag(self) -> float:
-        """Seconds since the oldest row not yet committed was queued (0 when none waits)."""
-        done = self._done_rows
-        with self._count_lock:
-            if self._queued_rows <= done:
-                return 0.0
-            samples = self._samples
-            # Keep as head the last sample at or before the oldest waiting row (done + 1).
-            while len(samples) > 1 and samples[1][0] <= done + 1:
-                samples.popleft()
-            return time.monotonic() - samples[0][1] if samples else 0.0
+    # -- back-pressure (see mcptape.store.backlog) ----------------------------
 
     @property
     def over_limit(self) -> bool:
@@ -248,51 +200,23 @@ class Writer:
 
         Cheap and thread-safe; False once the writer stopped or failed (nothing to wait for).
         """
-        if self._stopped or self.failed is not None:
-            return False
-        return self._queued_bytes - self._done_bytes > self._max_bytes or self._lag() > self._max_lag
+        return self._backlog.over_limit
 
     @property
     def backlog(self) -> int:
         """Frames queued and not yet committed."""
-        return self._queued_frames - self._done_frames
-
-    def _under_half(self) -> bool:
-        if self._stopped or self.failed is not None:
-            return True
-        return (
-            self._queued_bytes - self._done_bytes <= self._max_bytes // 2 and self._lag() <= self._max_lag / 2
-        )
+        return self._backlog.frames
 
     def wait_below_limit(self, timeout: float | None = None) -> bool:
         """Block (a reader thread, never the loop) until the backlog is under half its limits.
 
         Returns at once when not over them; False when ``timeout`` passed first.
         """
-        if not self.over_limit:
-            return True
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._under_half():
-            remaining = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
-            if remaining <= 0:
-                return False
-            with self._progress:
-                self._progress.wait(remaining)
-        return True
+        return self._backlog.wait_below_limit(timeout)
 
     async def drain(self) -> None:
         """Wait on the loop, never blocking it, until the backlog is under half its limits."""
-        if not self.over_limit:
-            return
-        loop = asyncio.get_running_loop()
-        while not self._under_half():
-            future: asyncio.Future[None] = loop.create_future()
-            self._drainers.append((loop, functools.partial(_resolve, future)))
-            # The writer may have caught up between the test above and the append: look again.
-            if self._under_half():
-                return
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(future, _POLL_S)
+        await self._backlog.drain()
 
     # -- flushing and closing --------------------------------------------------
 
@@ -322,7 +246,7 @@ class Writer:
 
         def done() -> None:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-                loop.call_soon_threadsafe(_resolve, future)
+                loop.call_soon_threadsafe(resolve, future)
 
         self._queue.put((_FLUSH, done))
         if self._stopped:
@@ -373,7 +297,7 @@ class Writer:
             self._report(f"the recording writer stopped: {type(error).__name__}: {error}")
         finally:
             self._stopped = True
-            self._wake()
+            self._backlog.release()
             self._reclaim()
 
     def _take(self, *, block: bool) -> list[tuple[Any, ...]]:
@@ -413,27 +337,24 @@ class Writer:
                 except Exception as error:  # not a Frame at all: a caller's bug, not a reason to stop
                     self._report(f"not recorded: frame {item[1][1]} of session {item[1][0]}: {error!r}")
                     continue
-                _append(ops, _FRAME, row)
+                append(ops, _FRAME, row)
                 for pair in pairs:
-                    _append(ops, _PAIRS, pair)
+                    append(ops, _PAIRS, pair)
                 continue
             if tag == _UPDATE and "ended_at" in item[1][1]:
                 self._correlator.forget(item[1][0])
             if tag == _UPDATE:
                 ops.append((tag, [item[1]]))
             else:
-                _append(ops, tag, item[1])
+                append(ops, tag, item[1])
         if ops:
             if self.failed is None:
                 self._write(ops)
             else:
                 self.lost += sum(len(rows) for tag, rows in ops if tag != _PAIRS)
-        self._done_rows += nrows
-        self._done_bytes += nbytes
-        self._done_frames += nframes
+        self._backlog.committed(nrows, nbytes, nframes)
         for flushed in flushers:
             flushed()
-        self._wake()
 
     def _frame_row(
         self, session_id: str, seq: int, frame: Frame
@@ -490,7 +411,7 @@ class Writer:
                         conn.connection.driver_connection.execute(f"PRAGMA busy_timeout = {_BUSY_STEP_MS}")  # type: ignore[union-attr]
                     with conn.begin():
                         for tag, rows in ops:
-                            self._execute(conn, tag, rows)
+                            self._statements.execute(conn, tag, rows)
                 return None
             except Exception as error:  # raw DB-API errors too: the hot path bypasses SQLAlchemy
                 if is_fatal(error):
@@ -508,6 +429,7 @@ class Writer:
     def _fail(self, error: BaseException) -> None:
         if self.failed is None:
             self.failed = describe_error(error, self._where)
+            self._backlog.release()
             self._report(f"{self.failed}; frames from here on are not recorded")
 
     def _tell_lock_wait(self) -> None:
@@ -522,50 +444,6 @@ class Writer:
                 flush=True,
             )
 
-    def _execute(self, conn: sa.Connection, tag: int, rows: list[Any]) -> None:
-        if tag == _FRAME:
-            if self._frames_copy is not None or self._frames_sql is not None:
-                # Straight to the driver: SQLAlchemy's executemany bookkeeping costs ~10% here.
-                cursor: Any = conn.connection.cursor()
-                try:
-                    if self._frames_copy is not None:
-                        with cursor.copy(self._frames_copy) as copy:
-                            for row in rows:
-                                copy.write_row(row)
-                    else:
-                        cursor.executemany(self._frames_sql, rows)
-                finally:
-                    cursor.close()
-            else:
-                conn.execute(frames.insert(), [dict(zip(FRAME_COLUMNS, row, strict=True)) for row in rows])
-        elif tag == _EVENT:
-            if self._events_sql is not None:
-                conn.exec_driver_sql(self._events_sql, rows)
-            else:
-                conn.execute(events.insert(), [dict(zip(EVENT_COLUMNS, row, strict=True)) for row in rows])
-        elif tag == _SESSION:
-            conn.execute(sessions.insert(), rows)
-        elif tag == _PAIRS:
-            columns = [column.name for column in batch_replies.columns]
-            conn.execute(batch_replies.insert(), [dict(zip(columns, row, strict=True)) for row in rows])
-        else:
-            for session_id, values in rows:
-                conn.execute(sessions.update().where(sessions.c.id == session_id).values(**values))
-
-    def _wake(self) -> None:
-        if self._progress.acquire(blocking=False):  # waiters poll anyway: never wait for a producer
-            try:
-                self._progress.notify_all()
-            finally:
-                self._progress.release()
-        while self._drainers:
-            try:
-                loop, wake = self._drainers.popleft()
-            except IndexError:
-                return
-            with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
-                loop.call_soon_threadsafe(wake)
-
     def _report(self, message: str, *, dedupe: bool = True) -> bool:
         """Tell stderr and ``errors`` (once per distinct message); True when added to ``errors``."""
         if dedupe:
@@ -578,15 +456,3 @@ class Writer:
         with contextlib.suppress(OSError, ValueError):  # stderr closed: errors still holds it
             print(f"mcptape: recording error: {message}", file=sys.stderr, flush=True)
         return added
-
-
-def _append(ops: list[Op], tag: int, row: Any) -> None:
-    if ops and ops[-1][0] == tag:
-        ops[-1][1].append(row)
-    else:
-        ops.append((tag, [row]))
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
