@@ -89,3 +89,34 @@ def test_player_reports_a_response_that_never_comes_and_goes_on() -> None:
     assert player.timed_out == ["1"]
     replayed = player.replayed_tape()
     assert replayed.exchanges[0].response is None and replayed.exchanges[1].response is not None
+
+
+def test_a_server_request_unlike_any_recorded_one_goes_to_the_injection_rules_first() -> None:
+    tape = tape_of(("c2s", CALL), ("s2c", SAMPLE), ("c2s", ANSWER), ("s2c", DONE))
+    asked: list[dict[str, Any]] = []
+
+    def rules(request: dict[str, Any]) -> dict[str, Any] | None:
+        asked.append(request)
+        return {"result": {"action": "decline"}} if request["method"] == "elicitation/create" else None
+
+    async def main() -> list[Any]:
+        player = TapePlayer(tape, timeout=5, answer=rules)
+        server = MemoryLink("s2c", "server")
+        relay = Relay(player, server, AddonManager([]), SessionContext(None, "replay", "t", "t"), grace=0.1)
+        run = asyncio.ensure_future(relay.run())
+        await server.peer.next()
+        await server.peer.send(json.dumps(SAMPLE))  # identical to the recorded one: the recording answers
+        await server.peer.send(
+            json.dumps({"jsonrpc": "2.0", "id": 5, "method": "elicitation/create", "params": {}})
+        )
+        await server.peer.send(json.dumps({**SAMPLE, "id": 6, "params": {"messages": [], "maxTokens": 1}}))
+        got = [json.loads(await server.peer.next()) for _ in range(3)]
+        await server.peer.send(json.dumps(DONE))
+        await asyncio.wait_for(run, 5)
+        return sorted(got, key=lambda m: m["id"])
+
+    first, elicited, loose = asyncio.run(main())
+    assert first == {"jsonrpc": "2.0", "id": 0, "result": ANSWER["result"]}
+    assert elicited == {"jsonrpc": "2.0", "id": 5, "result": {"action": "decline"}}
+    assert loose == {"jsonrpc": "2.0", "id": 6, "result": ANSWER["result"]}  # no rule: the recorded one
+    assert [r["method"] for r in asked] == ["elicitation/create", "sampling/createMessage"]
