@@ -83,6 +83,10 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
     except SpawnError as exc:
         return Replayed(SessionResult(tape.source, [], error=str(exc)), [])
     store = BackgroundStore(plan.db, row, recorder).start() if plan.record else None
+    if store is not None:
+        # Nobody is waiting on a replay's first frame: open the store (while the server
+        # starts) before driving, rather than holding frames for it mid-replay.
+        await store.opened()
     report = _progress(tape.source, len(tape.exchanges)) if plan.progress else None
     player = TapePlayer(tape, timeout=plan.timeout, progress=report)
     addons = AddonManager([recorder] if store is not None else [])

@@ -41,6 +41,8 @@ class TapeError(Exception):
 
 def id_key(value: Any) -> str:
     """The correlation key of a JSON-RPC id value: ids peers consider equal (1, 1.0) share it."""
+    if type(value) is int:
+        return str(value)  # what id_key gives a plain integer's text, without parsing it again
     return text_key(encode_id(value))
 
 
