@@ -80,3 +80,16 @@ def rules_from_cli(
         )
     except RuleError as exc:
         raise UserError(str(exc)) from None
+
+
+def declare_option(func: F) -> F:
+    """Add ``--declare-capabilities`` (the command receives ``declare_capabilities``)."""
+    return click.option(
+        "--declare-capabilities",
+        "declare_capabilities",
+        is_flag=True,
+        default=False,
+        help="When the client did not declare a capability the injection rules serve (sampling, "
+        "elicitation, roots), declare it in the handshake forwarded to the server, so the server "
+        "asks; the edit is recorded as a proxy edit next to the client's frame.",
+    )(func)

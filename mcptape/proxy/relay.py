@@ -125,10 +125,8 @@ class Relay:
 
     def deliver(self, frame: Frame) -> Awaitable[Any] | None:
         """Take a frame a link received (any thread); None, or an awaitable to wait on first."""
-        if frame.direction == "s2c" or frame.direction == "c2s":
-            own = self._own_reply(frame) if self._own else None
-            if own is not None:
-                return own
+        if self._own and self._is_own_reply(frame):
+            return self._own_reply(frame)
         flow = Flow(frame)
         return _chain(self.addons.run_frame(flow), lambda: self._forward(flow))
 
@@ -202,6 +200,9 @@ class Relay:
     async def send(self, frame: Frame) -> None:
         """Send a frame mcptape wrote toward its direction's peer, recording it (origin proxy)."""
         frame.origin = "proxy"
+        if frame.direction == "s2c" and frame.kind in ("response", "error", "batch"):
+            # an answer mcptape gives in the server's place settles the client's request
+            self._track(frame)
         pending = self._send_recorded(frame)
         if pending is not None:
             await pending
@@ -233,9 +234,17 @@ class Relay:
         finally:
             self._own.pop(key, None)
 
-    def _own_reply(self, frame: Frame) -> Awaitable[Any] | None:
+    def _is_own_reply(self, frame: Frame) -> bool:
+        """Whether ``frame`` answers a request of mcptape's own (never forwarded)."""
         if frame.kind not in ("response", "error") or frame.rpc_id is None:
-            return None
+            return False
+        return f"{frame.direction}:{frame.rpc_id}" in self._own
+
+    def _own_reply(self, frame: Frame) -> Awaitable[Any] | None:
+        """Record the reply, then settle the waiting ``request``; an awaitable if the recorder asks to wait.
+
+        Recording first keeps what ``request``'s caller sends next after the reply in the recording.
+        """
         entry = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
         if entry is None:
             return None
@@ -246,9 +255,11 @@ class Relay:
             if not future.done():
                 future.set_result(frame)
 
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle)
-        return self.addons.run_frame(Flow(frame), decide=False)
+        def settle_soon() -> None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle)
+
+        return _chain(self.addons.run_frame(Flow(frame), decide=False), settle_soon)
 
     # -- lifecycle (on the event loop) -----------------------------------------------
 
