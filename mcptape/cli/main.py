@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "show": "mcptape.cli.show:show",
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
+    "diff": "mcptape.cli.diff:diff",
     "wrap": "mcptape.cli.wrap:wrap",
     "unwrap": "mcptape.cli.wrap:unwrap",
     "demo": "mcptape.cli.demo:demo",
