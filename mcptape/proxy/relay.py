@@ -125,8 +125,10 @@ class Relay:
 
     def deliver(self, frame: Frame) -> Awaitable[Any] | None:
         """Take a frame a link received (any thread); None, or an awaitable to wait on first."""
-        if self._own and self._is_own_reply(frame):
-            return self._own_reply(frame)
+        if self._own and frame.kind in ("response", "error"):
+            own = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
+            if own is not None:
+                return self._own_reply(frame, *own)
         flow = Flow(frame)
         return _chain(self.addons.run_frame(flow), lambda: self._forward(flow))
 
@@ -234,21 +236,13 @@ class Relay:
         finally:
             self._own.pop(key, None)
 
-    def _is_own_reply(self, frame: Frame) -> bool:
-        """Whether ``frame`` answers a request of mcptape's own (never forwarded)."""
-        if frame.kind not in ("response", "error") or frame.rpc_id is None:
-            return False
-        return f"{frame.direction}:{frame.rpc_id}" in self._own
+    def _own_reply(
+        self, frame: Frame, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Frame]
+    ) -> Awaitable[Any] | None:
+        """A reply to :meth:`request`: recorded, handed to the caller, never forwarded.
 
-    def _own_reply(self, frame: Frame) -> Awaitable[Any] | None:
-        """Record the reply, then settle the waiting ``request``; an awaitable if the recorder asks to wait.
-
-        Recording first keeps what ``request``'s caller sends next after the reply in the recording.
+        Recorded first: what the caller sends next then follows the reply in the recording.
         """
-        entry = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
-        if entry is None:
-            return None
-        loop, future = entry
         frame.meta = {**(frame.meta or {}), "forwarded": False}
 
         def settle() -> None:

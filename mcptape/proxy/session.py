@@ -114,9 +114,15 @@ async def run_record(plan: RecordPlan) -> int:
         outcome = await relay.run()
     finally:
         store_failed.cancel()
+    # Writing what is left may wait for a database another process holds locked: a
+    # second signal gives up on it, said plainly, instead of a traceback.
+    for signum in SIGNALS:
+        loop.add_signal_handler(signum, _give_up, signum)
+    try:
+        ok = await _finish_in_thread(store)
+    finally:
         for signum in SIGNALS:
             loop.remove_signal_handler(signum)
-    ok = await _finish_in_thread(store)
     code = exit_status(outcome, stopped_by)
     if store.error and plan.on_store_error == "fail":
         return 2
@@ -124,6 +130,13 @@ async def run_record(plan: RecordPlan) -> int:
         _say(f"error: not every frame of this session could be recorded into {store.where()}")
         return 1
     return code
+
+
+def _give_up(signum: int) -> None:
+    _say(
+        f"error: stopped by {signal.Signals(signum).name} while writing the recording; what was not written is lost"
+    )
+    os._exit(128 + signum)
 
 
 async def _finish_in_thread(store: BackgroundStore) -> bool:
