@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcptape.replay.schema_diff import (
+    ABSENT,
     Snapshot,
     compare,
     item_changes,
@@ -280,10 +281,10 @@ def test_json_differences_name_each_pointer() -> None:
     b = {"a": [1, 5], "b/c": {"d~": 2}, "same": True, "t": 1.5, "new": None}
     assert list(json_differences(a, b)) == [
         ("/a/1", 2, 5),
-        ("/a/2", 3, None),
+        ("/a/2", 3, ABSENT),
         ("/b~1c/d~0", 1, 2),
         ("/t", 1, 1.5),
-        ("/new", None, None),
+        ("/new", ABSENT, None),
     ]
     assert list(json_differences(1, True)) == [("", 1, True)]
 

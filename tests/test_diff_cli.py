@@ -63,6 +63,7 @@ def test_diff_of_two_server_versions_names_breaking_and_compatible_changes(two_v
         "~ COMPATIBLE prompt greet: description changed",
         "~ BREAKING   response tools/call add: now fails",
         '/result/content/0/text: "Echo: hi" -> "ECHO: hi"',
+        '/result/structuredContent: {"result": 3} -> (absent)',
     ]:
         assert line in out, out
     assert out.rstrip().endswith("4 breaking, 3 compatible; 4 answers compared, 3 differ")
@@ -85,6 +86,8 @@ def test_fail_on_breaking_and_json(two_versions: Path) -> None:
         "what": "new required argument 'c'",
     } in report["changes"]
     assert report["responses"] == {"compared": 4, "only_in_a": 0, "only_in_b": 0}
+    [fails] = [c for c in report["changes"] if c["what"] == "now fails"]
+    assert {"pointer": "/result/structuredContent", "a": {"result": 3}} in fails["pointers"]
     unchanged = mcptape("diff", "v2", "v2", "--fail-on-breaking", db=two_versions)
     assert unchanged.returncode == 0
 

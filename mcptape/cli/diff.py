@@ -171,7 +171,7 @@ def report_lines(report: Report, a: Loaded, b: Loaded) -> Iterator[str]:
     for change in report.changes:
         yield change_line(change)
         for diff in change.pointers:
-            yield f"      {diff['pointer'] or '/'}: {_short(diff['a'])} -> {_short(diff['b'])}"
+            yield f"      {diff['pointer'] or '/'}: {_short(diff, 'a')} -> {_short(diff, 'b')}"
     counts = {
         s: sum(1 for c in report.changes if c.severity == s) for s in ("breaking", "compatible", "differs")
     }
@@ -194,10 +194,10 @@ def change_line(change: Change) -> str:
     return f"  {mark} {change.severity.upper():<10} {subject}{change.what}"
 
 
-def _short(value: Any, limit: int = 80) -> str:
+def _short(diff: dict[str, Any], side: str, limit: int = 80) -> str:
     import json
 
-    text = "(absent)" if value is None else json.dumps(value, ensure_ascii=False)
+    text = json.dumps(diff[side], ensure_ascii=False) if side in diff else "(absent)"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -38,6 +38,7 @@ VOLATILE = {"_meta", "requestState"}
 # Schema keywords that document and do not constrain.
 ANNOTATION_KEYWORDS = {"description", "title", "default", "examples", "$comment", "deprecated", "$schema"}
 MAX_POINTERS = 10
+ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()  # a value one side lacks
 
 
 @dataclass
@@ -305,22 +306,22 @@ def _prompt_arguments(a: Any, b: Any) -> list[tuple[Severity, str]]:
 
 
 def json_differences(a: Any, b: Any, pointer: str = "") -> Iterator[tuple[str, Any, Any]]:
-    """(JSON pointer, value in A, value in B) for each place the two values differ."""
+    """(JSON pointer, value in A, value in B) for each place the two values differ; :data:`ABSENT` where one has none."""
     if isinstance(a, dict) and isinstance(b, dict):
         for key in list(a) + [k for k in b if k not in a]:
             sub = f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
             if key not in b:
-                yield sub, a[key], None
+                yield sub, a[key], ABSENT
             elif key not in a:
-                yield sub, None, b[key]
+                yield sub, ABSENT, b[key]
             else:
                 yield from json_differences(a[key], b[key], sub)
     elif isinstance(a, list) and isinstance(b, list):
         for i in range(max(len(a), len(b))):
             if i >= len(a):
-                yield f"{pointer}/{i}", None, b[i]
+                yield f"{pointer}/{i}", ABSENT, b[i]
             elif i >= len(b):
-                yield f"{pointer}/{i}", a[i], None
+                yield f"{pointer}/{i}", a[i], ABSENT
             else:
                 yield from json_differences(a[i], b[i], f"{pointer}/{i}")
     elif a != b or type(a) is not type(b):
@@ -354,12 +355,22 @@ def _responses(
         if left == right:
             continue
         name = _request_name(key)
-        diffs = [{"pointer": p, "a": x, "b": y} for p, x, y in json_differences(left, right)]
+        diffs = [_pointer(p, x, y) for p, x, y in json_differences(left, right)]
         severity: Severity = "breaking" if _failed(right) and not _failed(left) else "differs"
         what = "now fails" if severity == "breaking" else f"answer differs at {len(diffs)} place(s)"
         out.append(Change(severity, "response", name, "differs", what, diffs[:MAX_POINTERS]))
     only_b = sum(len(q) for q in by_key.values())
     return compared, only_a, only_b, out
+
+
+def _pointer(pointer: str, a: Any, b: Any) -> dict[str, Any]:
+    """A response difference as data: the side that lacks the value has no key."""
+    out: dict[str, Any] = {"pointer": pointer}
+    if a is not ABSENT:
+        out["a"] = a
+    if b is not ABSENT:
+        out["b"] = b
+    return out
 
 
 def _request_name(key: str) -> str:
