@@ -50,11 +50,22 @@ def text_of(result: types.CallToolResult) -> str:
 
 
 def test_sampling_and_elicitation_are_answered_by_mcptape_for_a_client_without_handlers(
-    db_path: Path,
+    db_path: Path, tmp_path: Path
 ) -> None:
+    rules = tmp_path / "rules.json"
+    weather = {**SAMPLE, "content": {"type": "text", "text": "sunny, from the rules file"}}
+    rule = {
+        "method": "sampling/createMessage",
+        "tool": "trigger-sampling-*",
+        "contains": "weather",
+        "result": weather,
+    }
+    rules.write_text(json.dumps([rule]))
     params = record_params(
         db_path,
         everything(),
+        "--inject",
+        str(rules),
         "--handle-sampling",
         json.dumps(SAMPLE),
         "--handle-elicitation",
@@ -62,32 +73,41 @@ def test_sampling_and_elicitation_are_answered_by_mcptape_for_a_client_without_h
         "--declare-capabilities",
     )
 
-    async def main() -> tuple[str, str]:
+    async def main() -> tuple[str, str, str]:
         # No sampling or elicitation callback: the client could not answer these itself.
         async with Client(params, mode="legacy", read_timeout_seconds=30) as client:
             sampled = await client.call_tool("trigger-sampling-request", {"prompt": "hi", "maxTokens": 5})
+            forecast = await client.call_tool(
+                "trigger-sampling-request", {"prompt": "weather?", "maxTokens": 5}
+            )
             elicited = await client.call_tool("trigger-elicitation-request", {})
-            return text_of(sampled), text_of(elicited)
+            return text_of(sampled), text_of(forecast), text_of(elicited)
 
-    sampled, elicited = asyncio.run(main())
+    sampled, forecast, elicited = asyncio.run(main())
     assert "canned by mcptape" in sampled and "tape-model" in sampled
+    assert "sunny, from the rules file" in forecast  # the file's rule matched tool and content first
     assert "It was a dark and stormy night." in elicited  # the form's default, accepted by `auto`
     assert "accept" in elicited
 
     answered = rows(db_path, "select method, answered_by, is_error from server_requests order by request_seq")
-    assert answered == [("sampling/createMessage", "proxy", 0), ("elicitation/create", "proxy", 0)]
+    assert answered == [
+        ("sampling/createMessage", "proxy", 0),
+        ("sampling/createMessage", "proxy", 0),
+        ("elicitation/create", "proxy", 0),
+    ]
     # The server's request is recorded as not forwarded, the answer as written by mcptape.
     requests = rows(
         db_path,
         "select origin, json_extract(meta, '$.forwarded') from frames "
         "where direction = 's2c' and method in ('sampling/createMessage', 'elicitation/create')",
     )
-    assert requests == [("server", 0), ("server", 0)]
-    answer = rows(
+    assert requests == [("server", 0)] * 3
+    answers = rows(
         db_path,
-        "select text from frames where direction = 'c2s' and origin = 'proxy' and text like '%tape-model%'",
+        "select text from frames where direction = 'c2s' and origin = 'proxy' and text like '%tape-model%' "
+        "order by seq",
     )
-    assert json.loads(answer[0][0])["result"] == SAMPLE
+    assert [json.loads(a)["result"] for (a,) in answers] == [SAMPLE, weather]
     # The handshake forwarded declares what the client did not: a proxy edit beside the original.
     handshake = rows(db_path, "select origin, text from frames where method = 'initialize' order by seq")
     assert [o for o, _ in handshake] == ["client", "proxy"]
@@ -108,8 +128,21 @@ async def _client_roots(context: Any) -> types.ListRootsResult:
     return types.ListRootsResult(roots=[types.Root(uri="file:///client/root")])
 
 
-def test_without_a_matching_rule_the_client_answers_as_before(db_path: Path) -> None:
-    params = record_params(db_path, everything(), "--roots", "file:///from/mcptape=tape", "--name", "mixed")
+def test_without_a_matching_rule_the_client_answers_as_before(db_path: Path, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text(
+        json.dumps([{"method": "sampling/createMessage", "tool": "not-this-tool", "result": SAMPLE}])
+    )
+    params = record_params(
+        db_path,
+        everything(),
+        "--inject",
+        str(rules),
+        "--roots",
+        "file:///from/mcptape=tape",
+        "--name",
+        "mixed",
+    )
 
     async def main() -> tuple[str, str]:
         async with Client(
