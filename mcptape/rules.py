@@ -154,16 +154,24 @@ class Rules:
         """
         if not isinstance(input_requests, dict) or not input_requests:
             return None
+        responses = self.answer_some_input_requests(input_requests, context)
+        return responses if len(responses) == len(input_requests) else None
+
+    def answer_some_input_requests(
+        self, input_requests: dict[str, Any], context: RuleContext | None = None
+    ) -> dict[str, Any]:
+        """The ``inputResponses`` the rules can give (results only), for the keys they answer."""
+        if not isinstance(input_requests, dict):
+            return {}
         ctx = context or RuleContext()
         responses: dict[str, Any] = {}
         for key, request in input_requests.items():
             if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-                return None
+                continue
             entry_ctx = RuleContext(ctx.tool_name, _dumps(request))
             answer = self.answer(request["method"], request.get("params"), entry_ctx)
-            if answer is None or answer.kind != "result":
-                return None
-            responses[key] = answer.result
+            if answer is not None and answer.kind == "result":
+                responses[key] = answer.result
         return responses
 
     def capabilities(self) -> dict[str, Any]:

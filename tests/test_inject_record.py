@@ -231,3 +231,39 @@ def test_bad_template_is_a_one_line_error_before_the_server_starts(tmp_path: Pat
         assert_one_line_error(proc, *fragments)
     assert not marker.exists()
     assert not db_path.exists()
+
+
+async def _client_elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"name": "Bo"})
+
+
+def test_2026_round_answered_in_part_by_mcptape_and_in_part_by_the_client(db_path: Path) -> None:
+    params = record_params(
+        db_path,
+        TRIP_PLANNER,
+        "--handle-sampling",
+        json.dumps(SAMPLE),
+        "--roots",
+        "file:///trips",
+        "--declare-capabilities",
+    )
+
+    async def main() -> str:
+        # The client answers elicitation only; mcptape answers sampling and roots.
+        async with Client(
+            params, read_timeout_seconds=30, elicitation_callback=_client_elicitation
+        ) as client:
+            return text_of(await client.call_tool("plan_trip", {"city": "Oslo"}))
+
+    assert asyncio.run(main()) == "Bo goes to Oslo: canned by mcptape [tape-model] roots=file:///trips"
+    # The questions as the server asked them (the view also lists mcptape's trimmed copy).
+    answered = rows(
+        db_path,
+        "select s.method, s.answered_by from server_requests as s join frames as f "
+        "on f.session_id = s.session_id and f.seq = s.request_seq where f.origin = 'server' order by s.method",
+    )
+    assert answered == [
+        ("elicitation/create", "client"),
+        ("roots/list", "proxy"),
+        ("sampling/createMessage", "proxy"),
+    ]

@@ -233,7 +233,33 @@ def test_input_required_the_rules_cannot_answer_goes_to_the_client() -> None:
         await server.send(orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": INPUT}))
         assert msg(await client.next())["result"] == INPUT
 
-    run(Rules.from_options(handle_sampling="auto"), scenario)
+    run(Rules.from_options(roots=["file:///r"]), scenario)
+
+
+def test_a_round_answered_in_part_goes_to_the_client_and_mcptape_completes_its_retry() -> None:
+    async def scenario(client: Any, server: Any, relay: Relay) -> None:
+        await client.send(request(1, "tools/call", {"name": "plan"}))
+        await server.next()
+        await server.send(orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": INPUT}))
+        # The client is asked only what the rules cannot answer.
+        asked = msg(await client.next())
+        assert asked["id"] == 1
+        assert asked["result"]["inputRequests"] == {"who": INPUT["inputRequests"]["who"]}
+        assert asked["result"]["requestState"] == INPUT["requestState"]
+        mine = {"who": {"action": "accept", "content": {"name": "Bo"}}}
+        retry = {"name": "plan", "inputResponses": mine, "requestState": INPUT["requestState"]}
+        await client.send(request(2, "tools/call", retry))
+        # The server gets the client's retry with mcptape's answers added.
+        got = msg(await server.next())
+        assert got["id"] == 2
+        assert got["params"]["inputResponses"] == {**mine, "idea": {**SAMPLE}}
+        assert got["params"]["requestState"] == INPUT["requestState"]
+        await server.send(b'{"jsonrpc":"2.0","id":2,"result":{"content":[],"resultType":"complete"}}')
+        assert msg(await client.next())["id"] == 2
+
+    tape = run(Rules.from_options(handle_sampling=json.dumps(SAMPLE)), scenario)
+    edits = [(f.direction, f.origin, (f.message or {}).get("id")) for f in tape.frames if f.origin == "proxy"]
+    assert edits == [("s2c", "proxy", 1), ("c2s", "proxy", 2)]
 
 
 def test_a_later_round_the_rules_cannot_answer_reaches_the_client_under_its_id() -> None:

@@ -326,3 +326,15 @@ def test_rule_options_pass_their_values_to_the_command() -> None:
         "roots": ("file:///a", "/b"),
         "inject": None,
     }
+
+
+def test_some_input_requests_can_be_answered_when_not_all_are() -> None:
+    requests = {
+        "s": {"method": "sampling/createMessage", "params": SAMPLING_PARAMS},
+        "e": {"method": "elicitation/create", "params": {"message": "ok?"}},
+        "bad": "not a request",
+    }
+    rules = Rules.from_options(handle_sampling="reject", handle_elicitation="cancel")
+    assert rules.answer_some_input_requests(requests) == {"e": {"action": "cancel"}}
+    assert Rules.from_options().answer_some_input_requests(requests) == {}
+    assert rules.answer_some_input_requests("nope") == {}  # type: ignore[arg-type]

@@ -10,7 +10,9 @@
   retries the call itself (:meth:`Relay.request`: a new id, ``requestState`` echoed
   verbatim, ``inputResponses`` filled) as many rounds as the server asks, and sends
   the client only the final answer under its own id. A round the rules cannot answer
-  fully goes to the client (under its id) so it can answer and retry itself.
+  fully goes to the client (under its id) without the requests the rules answer; when
+  the client retries (recognised by the round's ``requestState``), mcptape adds its
+  answers to the retry's ``inputResponses``, an edit recorded beside the client's frame.
 - ``declare``: when the client did not declare a capability the rules serve
   (sampling, elicitation, roots), the handshake forwarded to the server declares it
   (``initialize``'s ``capabilities``; 2026-07-28's per-request ``_meta``), a proxy
@@ -72,6 +74,8 @@ class Injector:
         self._tasks: set[concurrent.futures.Future[None]] = set()
         # input_required results held by the frame hook, retried from frame_done
         self._held: dict[int, tuple[Frame, dict[str, Any], dict[str, Any], RuleContext]] = {}
+        # rounds the client completes: requestState -> the answers mcptape adds to its retry
+        self._partial: dict[str, dict[str, Any]] = {}
 
     def use_relay(self, relay: Relay) -> None:
         """Give the relay that carries the session (needed to retry input_required calls)."""
@@ -125,14 +129,46 @@ class Injector:
         if frame.method in INPUT_METHODS and frame.rpc_id is not None:
             with self._lock:
                 self._calls[id_key(frame.rpc_id)] = frame
-        if self._caps:
-            edited = declare_capabilities(frame.message, self._caps)
-            if edited is not None:
-                flow.replace(_dumps(edited))
-                with self._lock:
-                    if frame.method in INPUT_METHODS and frame.rpc_id is not None:
-                        # retries are built from what the server saw
-                        self._calls[id_key(frame.rpc_id)] = Frame(_dumps(edited), "c2s", "proxy")
+        edited = declare_capabilities(frame.message, self._caps) if self._caps else None
+        if self._partial and frame.method in INPUT_METHODS:
+            edited = self._complete_retry(edited or frame.message) or edited
+        if edited is not None:
+            flow.replace(_dumps(edited))
+            if frame.method in INPUT_METHODS and frame.rpc_id is not None:
+                with self._lock:  # retries are built from what the server saw
+                    self._calls[id_key(frame.rpc_id)] = Frame(_dumps(edited), "c2s", "proxy")
+
+    def _complete_retry(self, message: Any) -> dict[str, Any] | None:
+        """The client's retry of a round mcptape answered in part, with mcptape's answers added."""
+        params = message.get("params") if isinstance(message, dict) else None
+        state = params.get("requestState") if isinstance(params, dict) else None
+        if not isinstance(state, str):
+            return None
+        with self._lock:
+            ours = self._partial.pop(state, None)
+        if ours is None:
+            return None
+        assert isinstance(params, dict)
+        theirs = params.get("inputResponses")
+        merged = {**ours, **(theirs if isinstance(theirs, dict) else {})}
+        return {**message, "params": {**params, "inputResponses": merged}}
+
+    def _for_client(self, result: dict[str, Any], context: RuleContext) -> dict[str, Any] | None:
+        """An input_required round for the client without the requests the rules answer.
+
+        None when the rules answer none of them, or the round has no ``requestState`` to
+        recognise the client's retry by. Called on the thread delivering the result.
+        """
+        state = result.get("requestState")
+        requests = result.get("inputRequests")
+        if not isinstance(state, str) or not isinstance(requests, dict):
+            return None
+        ours = self.rules.answer_some_input_requests(requests, context)
+        if not ours:
+            return None
+        with self._lock:
+            self._partial[state] = ours
+        return {**result, "inputRequests": {k: v for k, v in requests.items() if k not in ours}}
 
     def _client_answered(self, flow: Flow) -> None:
         frame = flow.frame
@@ -146,6 +182,9 @@ class Injector:
         context = RuleContext(_tool_name(call) if call.method == "tools/call" else None)
         responses = self.rules.answer_input_requests(result.get("inputRequests") or {}, context)
         if responses is None or self.relay is None or self._loop is None:
+            trimmed = self._for_client(result, context)
+            if trimmed is not None:  # the client answers the rest, mcptape adds its answers to the retry
+                flow.replace(_dumps({**frame.message, "result": trimmed}))
             return
         flow.hold()
         with self._lock:
@@ -167,7 +206,26 @@ class Injector:
     async def _retry(
         self, call: Frame, result: dict[str, Any], responses: dict[str, Any], context: RuleContext
     ) -> None:
-        """Retry ``call`` with the rules' answers until the server gives a final answer."""
+        """Retry ``call`` with the rules' answers until the server gives a final answer.
+
+        Whatever goes wrong, the client is not left waiting: it gets the last round
+        the server gave (it can answer that itself), or the relay's error when the
+        server is gone.
+        """
+        assert self.relay is not None and call.rpc_id is not None
+        try:
+            await self._rounds(call, result, responses, context)
+        except (LinkClosed, ConnectionError):
+            return  # the relay answers the client's pending request when the server is gone
+        except Exception as exc:
+            self.relay.emit("error", f"injector: retrying {call.method} failed: {type(exc).__name__}: {exc}")
+            data = result_bytes(call.rpc_id, result)
+            with contextlib.suppress(LinkClosed):
+                await self.relay.send(Frame(data, "s2c", "proxy"))
+
+    async def _rounds(
+        self, call: Frame, result: dict[str, Any], responses: dict[str, Any], context: RuleContext
+    ) -> None:
         assert self.relay is not None and call.rpc_id is not None
         message = call.message
         method = call.method or ""
@@ -179,10 +237,7 @@ class Injector:
                 params["requestState"] = result["requestState"]
             else:
                 params.pop("requestState", None)
-            try:
-                reply = await self.relay.request("c2s", method, params)
-            except (LinkClosed, ConnectionError):
-                return  # the relay answers the client's pending request when the server is gone
+            reply = await self.relay.request("c2s", method, params)
             reply_message = reply.message if isinstance(reply.message, dict) else {}
             result = reply_message.get("result")  # type: ignore[assignment]
             if not isinstance(result, dict) or result.get("resultType") != "input_required":
@@ -194,7 +249,10 @@ class Injector:
         if reply is None:
             return
         final = reply.message if isinstance(reply.message, dict) else {}
-        if "result" in final:
+        if isinstance(result, dict) and result.get("resultType") == "input_required":
+            # a round the rules cannot complete: the client answers it, mcptape adds its part
+            data = result_bytes(call.rpc_id, self._for_client(result, context) or result)
+        elif "result" in final:
             data = result_bytes(call.rpc_id, final["result"])
         else:
             got = final.get("error")
