@@ -282,3 +282,30 @@ def test_sigterm_while_another_process_holds_the_database_lock_loses_nothing(db_
         rec.kill()
     assert query(db_path, "select count(*) from frames")[0][0] == 2 * (n + 1)
     # TODO(merge h3-store): assert "waiting for the database" in rec.stderr.decode()
+
+
+def test_secret_looking_values_on_the_servers_command_line_never_reach_the_database(db_path: Path) -> None:
+    server = [
+        "sh",
+        "-c",
+        'exec "$0" "$1"',
+        *RAW_ECHO,
+        "--api-key",
+        "sk-live-SECRET123",
+        "GITHUB_TOKEN=ghp_SECRET456",
+    ]
+    rec = Recording(db_path, server)
+    try:
+        rec.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        assert rec.recv() is not None
+        rec.close_stdin()
+        assert rec.wait() == 0
+    finally:
+        rec.kill()
+    con = sqlite3.connect(db_path)
+    try:
+        dump = "\n".join(con.iterdump())
+    finally:
+        con.close()
+    assert "raw_echo.py" in dump
+    assert "SECRET123" not in dump and "SECRET456" not in dump

@@ -50,12 +50,13 @@ def _say(message: str) -> None:
 
 
 def _redacted(argv: list[str], description: str) -> tuple[list[str], str]:
-    try:
-        from mcptape.redact import redact_argv  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - until the redaction module lands
-        return argv, description
+    """The command line as it may be stored: secret-looking values replaced by placeholders."""
+    import shlex
+
+    from mcptape.redact import redact_argv
+
     safe = list(redact_argv(argv))
-    return safe, description if safe == argv else " ".join(safe)
+    return safe, description if safe == argv else shlex.join(safe)
 
 
 async def run_record(plan: RecordPlan) -> int:
