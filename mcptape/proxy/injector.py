@@ -37,11 +37,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from mcptape.frames import Frame
+from mcptape.frames import Frame, id_key
 from mcptape.proxy.addons import Flow, Outcome, SessionContext
 from mcptape.proxy.flow import error_bytes, result_bytes
 from mcptape.proxy.link import LinkClosed
-from mcptape.proxy.relay import id_key
 from mcptape.rules import Answer, RuleContext, Rules
 
 if TYPE_CHECKING:
