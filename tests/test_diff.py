@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcptape.replay.schema_diff import (
-    ABSENT,
-    Snapshot,
-    compare,
-    item_changes,
-    json_differences,
-    request_key,
-    schema_changes,
-    snapshot,
-)
+from mcptape.replay.answer_diff import ABSENT, json_differences, request_key
+from mcptape.replay.schema_diff import Snapshot, compare, item_changes, schema_changes, snapshot
 
 
 def tool(name: str, props: dict[str, Any], required: list[str], **extra: Any) -> dict[str, Any]:

@@ -11,7 +11,8 @@ order); :func:`snapshot` pulls out what the server showed of itself, and
 - ``compatible``: additions (a new tool, an optional argument) and changes of
   descriptions, titles and annotations.
 - ``differs``: the same request (method and parameters, ``_meta`` aside) got a
-  different answer; listed with the JSON pointers that differ.
+  different answer; listed with the JSON pointers that differ
+  (:mod:`mcptape.replay.answer_diff`).
 
 A surface a recording never listed (no ``tools/list`` in it) is not compared.
 """
@@ -23,6 +24,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from mcptape.replay.answer_diff import compare_answers, request_key
+
 Severity = Literal["breaking", "compatible", "differs"]
 
 LISTS = {
@@ -33,12 +36,8 @@ LISTS = {
 }
 HANDSHAKES = {"initialize", "server/discover"}
 NOT_COMPARED = HANDSHAKES | set(LISTS)
-# Keys whose values change every run or belong to the transport, never compared.
-VOLATILE = {"_meta", "requestState"}
 # Schema keywords that document and do not constrain.
 ANNOTATION_KEYWORDS = {"description", "title", "default", "examples", "$comment", "deprecated", "$schema"}
-MAX_POINTERS = 10
-ABSENT: Any = type("Absent", (), {"__repr__": lambda self: "ABSENT"})()  # a value one side lacks
 
 
 @dataclass
@@ -96,20 +95,6 @@ def _flatten(pairs: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, dict[str, 
                 yield direction, item
 
 
-def strip_volatile(value: Any) -> Any:
-    """``value`` without ``_meta`` and ``requestState`` at any depth."""
-    if isinstance(value, dict):
-        return {k: strip_volatile(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [strip_volatile(v) for v in value]
-    return value
-
-
-def request_key(method: str, params: Any) -> str:
-    """What makes two requests "the same": method and parameters, volatile keys aside."""
-    return method + " " + json.dumps(strip_volatile(params), sort_keys=True, separators=(",", ":"))
-
-
 def snapshot(pairs: Iterable[tuple[str, Any]]) -> Snapshot:
     """The server's surface and the answers to client requests, from a recording's messages."""
     snap = Snapshot()
@@ -159,7 +144,8 @@ def compare(a: Snapshot, b: Snapshot) -> Report:
         sa, sb = a.surfaces[method], b.surfaces[method]
         if sa is not None and sb is not None:
             changes += _surface(category, sa, sb)
-    compared, only_a, only_b, responses = _responses(a.exchanges, b.exchanges)
+    compared, only_a, only_b, answers = compare_answers(a.exchanges, b.exchanges)
+    responses = [Change(d.severity, "response", d.name, "differs", d.what, d.pointers) for d in answers]
     return Report(changes + responses, compared, only_a, only_b)
 
 
@@ -303,78 +289,3 @@ def _prompt_arguments(a: Any, b: Any) -> list[tuple[Severity, str]]:
         return {"properties": props, "required": [n for n, x in items.items() if x.get("required")]}
 
     return schema_changes(as_schema(args(a)), as_schema(args(b)), "input")
-
-
-def json_differences(a: Any, b: Any, pointer: str = "") -> Iterator[tuple[str, Any, Any]]:
-    """(JSON pointer, value in A, value in B) for each place the two values differ; :data:`ABSENT` where one has none."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        for key in list(a) + [k for k in b if k not in a]:
-            sub = f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
-            if key not in b:
-                yield sub, a[key], ABSENT
-            elif key not in a:
-                yield sub, ABSENT, b[key]
-            else:
-                yield from json_differences(a[key], b[key], sub)
-    elif isinstance(a, list) and isinstance(b, list):
-        for i in range(max(len(a), len(b))):
-            if i >= len(a):
-                yield f"{pointer}/{i}", ABSENT, b[i]
-            elif i >= len(b):
-                yield f"{pointer}/{i}", a[i], ABSENT
-            else:
-                yield from json_differences(a[i], b[i], f"{pointer}/{i}")
-    elif a != b or type(a) is not type(b):
-        yield pointer, a, b
-
-
-def _failed(answer: Any) -> bool:
-    if "error" in answer:
-        return True
-    result = answer.get("result")
-    return isinstance(result, dict) and result.get("isError") is True
-
-
-def _responses(
-    a: list[tuple[str, str, Any]], b: list[tuple[str, str, Any]]
-) -> tuple[int, int, int, list[Change]]:
-    """Pair the n-th occurrence of each request in A with the n-th in B and compare answers."""
-    by_key: dict[str, list[Any]] = {}
-    for _, key, answer in b:
-        by_key.setdefault(key, []).append(answer)
-    compared = only_a = 0
-    out: list[Change] = []
-    for _, key, answer in a:
-        queue = by_key.get(key)
-        if not queue:
-            only_a += 1
-            continue
-        other = queue.pop(0)
-        compared += 1
-        left, right = strip_volatile(answer), strip_volatile(other)
-        if left == right:
-            continue
-        name = _request_name(key)
-        diffs = [_pointer(p, x, y) for p, x, y in json_differences(left, right)]
-        severity: Severity = "breaking" if _failed(right) and not _failed(left) else "differs"
-        what = "now fails" if severity == "breaking" else f"answer differs at {len(diffs)} place(s)"
-        out.append(Change(severity, "response", name, "differs", what, diffs[:MAX_POINTERS]))
-    only_b = sum(len(q) for q in by_key.values())
-    return compared, only_a, only_b, out
-
-
-def _pointer(pointer: str, a: Any, b: Any) -> dict[str, Any]:
-    """A response difference as data: the side that lacks the value has no key."""
-    out: dict[str, Any] = {"pointer": pointer}
-    if a is not ABSENT:
-        out["a"] = a
-    if b is not ABSENT:
-        out["b"] = b
-    return out
-
-
-def _request_name(key: str) -> str:
-    method, _, params_text = key.partition(" ")
-    params = json.loads(params_text)
-    name = params.get("name") or params.get("uri") if isinstance(params, dict) else None
-    return f"{method} {name}" if isinstance(name, str) else method
