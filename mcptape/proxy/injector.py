@@ -69,6 +69,7 @@ class Injector:
         self._caps = rules.capabilities() if declare else {}
         self._lock = threading.Lock()
         self._calls: dict[str, Frame] = {}  # client requests in flight that may ask for input
+        self._tools: dict[str, str | None] = {}  # the tools/call among them: id key -> tool name
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[concurrent.futures.Future[None]] = set()
         # input_required results held by the frame hook, retried from frame_done
@@ -118,16 +119,20 @@ class Injector:
 
     def _tool_in_flight(self) -> str | None:
         with self._lock:
-            names = [_tool_name(f) for f in self._calls.values() if f.method == "tools/call"]
-        return names[0] if len(names) == 1 else None
+            if len(self._tools) != 1:
+                return None
+            return next(iter(self._tools.values()))
 
     # -- client requests ----------------------------------------------------------------
 
     def _client_request(self, flow: Flow) -> None:
         frame = flow.frame
         if frame.method in INPUT_METHODS and frame.rpc_id is not None:
+            key = id_key(frame.rpc_id)
             with self._lock:
-                self._calls[id_key(frame.rpc_id)] = frame
+                self._calls[key] = frame
+                if frame.method == "tools/call":
+                    self._tools[key] = _tool_name(frame)
         edited = declare_capabilities(frame.message, self._caps) if self._caps else None
         if self._partial and frame.method in INPUT_METHODS:
             edited = self._complete_retry(edited or frame.message) or edited
@@ -172,7 +177,9 @@ class Injector:
     def _client_answered(self, flow: Flow) -> None:
         frame = flow.frame
         with self._lock:
-            call = self._calls.pop(id_key(frame.rpc_id or ""), None)
+            key = id_key(frame.rpc_id or "")
+            call = self._calls.pop(key, None)
+            self._tools.pop(key, None)
         if call is None or frame.kind != "response" or b"input_required" not in frame.data:
             return
         result = (frame.message or {}).get("result")
