@@ -328,3 +328,34 @@ def test_declare_capabilities_edits_initialize_and_2026_meta_only_when_something
     assert edited["params"]["name"] == "x"
     assert declare_capabilities({"jsonrpc": "2.0", "id": 2, "method": "ping"}, caps) is None
     assert declare_capabilities("not a message", caps) is None
+
+
+def test_a_later_round_answered_in_part_reaches_the_client_trimmed() -> None:
+    async def scenario(client: Any, server: Any, relay: Relay) -> None:
+        await client.send(request(3, "prompts/get", {"name": "p"}))
+        await server.next()
+        first = {
+            "resultType": "input_required",
+            "inputRequests": {"r": {"method": "roots/list"}},
+            "requestState": "x",
+        }
+        await server.send(orjson.dumps({"jsonrpc": "2.0", "id": 3, "result": first}))
+        await server.next()
+        sampling = {"method": "sampling/createMessage", "params": {}}
+        later = {
+            "resultType": "input_required",
+            "inputRequests": {"s": sampling, "r2": {"method": "roots/list"}},
+            "requestState": "y",
+        }
+        await server.send(orjson.dumps({"jsonrpc": "2.0", "id": "mcptape-1", "result": later}))
+        to_client = msg(await client.next())
+        assert to_client == {"jsonrpc": "2.0", "id": 3, "result": {**later, "inputRequests": {"s": sampling}}}
+        await client.send(
+            request(4, "prompts/get", {"name": "p", "inputResponses": {"s": SAMPLE}, "requestState": "y"})
+        )
+        assert msg(await server.next())["params"]["inputResponses"] == {
+            "s": SAMPLE,
+            "r2": {"roots": [{"uri": "file:///w"}]},
+        }
+
+    run(Rules.from_options(roots=["file:///w"]), scenario)
