@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "export": "mcptape.cli.export:export",
     "replay": "mcptape.cli.replay:replay",
     "serve": "mcptape.cli.serve:serve",
+    "diff": "mcptape.cli.diff:diff",
     "wrap": "mcptape.cli.wrap:wrap",
     "unwrap": "mcptape.cli.wrap:unwrap",
     "demo": "mcptape.cli.demo:demo",

@@ -8,6 +8,7 @@ import sys
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
 
 
 @click.command(context_settings={"ignore_unknown_options": False})
@@ -49,6 +50,8 @@ from mcptape.cli.common import UserError, db_option
     "forwarding unrecorded and say so on stderr (forward; what `mcptape wrap` writes, so a "
     "desktop client keeps its server).",
 )
+@rule_options
+@declare_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
 def record(
     db: str | None,
@@ -58,6 +61,11 @@ def record(
     grace: float,
     echo_stderr: bool,
     on_store_error: str,
+    handle_sampling: str | None,
+    handle_elicitation: str | None,
+    roots: tuple[str, ...],
+    inject: str | None,
+    declare_capabilities: bool,
     command: tuple[str, ...],
 ) -> None:
     """Run an MCP server over stdio and record every frame between it and the client.
@@ -80,6 +88,7 @@ def record(
       mcptape record --name files -- npx -y @modelcontextprotocol/server-filesystem /tmp
       mcptape record --upstream debug-script
       mcptape record --db team.db --upstream github --config claude_desktop_config.json
+      mcptape record --handle-sampling auto --handle-elicitation decline -- python server.py
 
     \b
     In a desktop client's config (claude_desktop_config.json), the entry
@@ -89,6 +98,11 @@ def record(
                                       "npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"]}
     (`mcptape wrap` does this for every entry, and `mcptape unwrap` undoes it).
     """
+    rules = rules_from_cli(handle_sampling, handle_elicitation, roots, inject)
+    if declare_capabilities and not rules:
+        raise UserError(
+            "--declare-capabilities needs rules to declare: --handle-sampling, --handle-elicitation, --roots or --inject"
+        )
     argv, env, cwd, description = _upstream_command(command, upstream, config_path)
     import asyncio
 
@@ -104,6 +118,8 @@ def record(
         grace=grace,
         echo_stderr=echo_stderr,
         on_store_error=on_store_error,
+        rules=rules,
+        declare_capabilities=declare_capabilities,
     )
     sys.exit(asyncio.run(run_record(plan)))
 

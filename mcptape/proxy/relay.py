@@ -189,6 +189,9 @@ class Relay:
     async def send(self, frame: Frame) -> None:
         """Send a frame mcptape wrote toward its direction's peer, recording it (origin proxy)."""
         frame.origin = "proxy"
+        if frame.direction == "s2c" and frame.kind in ("response", "error", "batch"):
+            # an answer mcptape gives in the server's place settles the client's request
+            self._track(frame)
         pending = self._send_recorded(frame)
         if pending is not None:
             await pending
@@ -223,16 +226,21 @@ class Relay:
     def _own_reply(
         self, frame: Frame, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Frame]
     ) -> Awaitable[Any] | None:
-        """A reply to :meth:`request`: recorded, handed to the caller, never forwarded."""
+        """A reply to :meth:`request`: recorded, handed to the caller, never forwarded.
+
+        Recorded first: what the caller sends next then follows the reply in the recording.
+        """
         frame.meta = {**(frame.meta or {}), "forwarded": False}
 
         def settle() -> None:
             if not future.done():
                 future.set_result(frame)
 
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(settle)
-        return self.addons.run_frame(Flow(frame), decide=False)
+        def settle_soon() -> None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle)
+
+        return _chain(self.addons.run_frame(Flow(frame), decide=False), settle_soon)
 
     # -- lifecycle (on the event loop) -----------------------------------------------
 

@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
 from mcptape.proxy.link import LinkClosed
@@ -20,6 +21,9 @@ from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.recording import BackgroundStore, SessionRow
 from mcptape.proxy.relay import Relay
 from mcptape.proxy.stdio import open_stdio_link
+
+if TYPE_CHECKING:
+    from mcptape.rules import Rules
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -37,6 +41,8 @@ class RecordPlan:
     grace: float = 2.0
     echo_stderr: bool = True
     on_store_error: str = "fail"
+    rules: Rules | None = None  # injection rules: mcptape answers server requests they match
+    declare_capabilities: bool = False
 
 
 def _say(message: str) -> None:
@@ -58,7 +64,14 @@ async def run_record(plan: RecordPlan) -> int:
     safe_argv, description = _redacted(plan.argv, plan.description)
     recorder = Recorder()
     session = SessionContext(None, "record", "stdio->stdio", description, plan.name)
-    addons = AddonManager([recorder])
+    injector = None
+    if plan.rules:
+        from mcptape.proxy.injector import Injector
+
+        injector = Injector(plan.rules, declare=plan.declare_capabilities)
+    # The injector decides in its frame hook (the recorder has none) and starts retries in
+    # frame_done, after the recorder's, so a retry is recorded after the result it answers.
+    addons = AddonManager([recorder, injector] if injector is not None else [recorder])
     row = SessionRow("record", plan.name, "stdio->stdio", description)
     try:
         client = open_stdio_link()
@@ -85,6 +98,8 @@ async def run_record(plan: RecordPlan) -> int:
             "and is meant to be started by an MCP client (see `mcptape wrap`); Ctrl-C stops it."
         )
     relay = Relay(client, server, addons, session, grace=plan.grace)
+    if injector is not None:
+        injector.use_relay(relay)
     loop = asyncio.get_running_loop()
     stopped_by: list[int] = []
     for signum in SIGNALS:
