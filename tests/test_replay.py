@@ -246,6 +246,24 @@ def test_server_requests_are_answered_from_the_recording(tmp_path: Path) -> None
         assert any('"decline"' in a[0] for a in answers)
     finally:
         con.close()
+    # A rule the user gives answers instead of the recording: the tool's result changes with it.
+    report = tmp_path / "ruled.json"
+    ruled = mcptape(
+        "replay", "everything", "--db", str(db), "--report", str(report), "--handle-sampling",
+        '{"role": "assistant", "content": {"type": "text", "text": "ruled"}, "model": "m"}', "--", *server,
+    )  # fmt: skip
+    assert ruled.returncode == 1, ruled.stdout + ruled.stderr
+    [differs] = [
+        e for e in json.loads(report.read_text())["recordings"][0]["exchanges"] if e["status"] != "match"
+    ]
+    assert differs["subject"] == "trigger-sampling-request"
+    assert "ruled" in json.dumps(differs["differences"]) and "canned hello" in json.dumps(
+        differs["differences"]
+    )
+    assert_one_line_error(
+        mcptape("replay", "everything", "--db", str(db), "--handle-sampling", '{"role": "x"}', "--", *server),
+        "--handle-sampling",
+    )
 
 
 ASK_NAME = [sys.executable, str(ROOT / "tests" / "servers" / "ask_name.py")]

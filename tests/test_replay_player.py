@@ -91,7 +91,7 @@ def test_player_reports_a_response_that_never_comes_and_goes_on() -> None:
     assert replayed.exchanges[0].response is None and replayed.exchanges[1].response is not None
 
 
-def test_a_server_request_unlike_any_recorded_one_goes_to_the_injection_rules_first() -> None:
+def test_injection_rules_are_asked_first_and_the_recording_answers_the_rest() -> None:
     tape = tape_of(("c2s", CALL), ("s2c", SAMPLE), ("c2s", ANSWER), ("s2c", DONE))
     asked: list[dict[str, Any]] = []
 
@@ -105,7 +105,7 @@ def test_a_server_request_unlike_any_recorded_one_goes_to_the_injection_rules_fi
         relay = Relay(player, server, AddonManager([]), SessionContext(None, "replay", "t", "t"), grace=0.1)
         run = asyncio.ensure_future(relay.run())
         await server.peer.next()
-        await server.peer.send(json.dumps(SAMPLE))  # identical to the recorded one: the recording answers
+        await server.peer.send(json.dumps(SAMPLE))  # no rule for it: the identical recorded one answers
         await server.peer.send(
             json.dumps({"jsonrpc": "2.0", "id": 5, "method": "elicitation/create", "params": {}})
         )
@@ -119,4 +119,8 @@ def test_a_server_request_unlike_any_recorded_one_goes_to_the_injection_rules_fi
     assert first == {"jsonrpc": "2.0", "id": 0, "result": ANSWER["result"]}
     assert elicited == {"jsonrpc": "2.0", "id": 5, "result": {"action": "decline"}}
     assert loose == {"jsonrpc": "2.0", "id": 6, "result": ANSWER["result"]}  # no rule: the recorded one
-    assert [r["method"] for r in asked] == ["elicitation/create", "sampling/createMessage"]
+    assert [r["method"] for r in asked] == [
+        "sampling/createMessage",
+        "elicitation/create",
+        "sampling/createMessage",
+    ]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.rule_options import rule_options, rules_from_cli
 
 if TYPE_CHECKING:
     from mcptape.replay.run import Replayed
@@ -125,6 +126,7 @@ def load_tapes(db: str | None, refs: tuple[str, ...], files: tuple[str, ...]) ->
 )
 @upstream_options
 @comparison_options
+@rule_options
 @click.option(
     "--timeout",
     default=30.0,
@@ -171,6 +173,10 @@ def replay(
     config_path: str | None,
     ignore: tuple[str, ...],
     keep: tuple[str, ...],
+    handle_sampling: str | None,
+    handle_elicitation: str | None,
+    roots: tuple[str, ...],
+    inject: str | None,
     timeout: float,
     report: str | None,
     junit: str | None,
@@ -215,6 +221,7 @@ def replay(
         normaliser = Normaliser.from_options(keep, ignore)
     except (IgnoreRuleError, ValueError) as exc:
         raise UserError(str(exc)) from None
+    rules = rules_from_cli(handle_sampling, handle_elicitation, roots, inject)
     spec = server_command(ctx, upstream, config_path)
     assert spec is not None
     if not sessions and not files:
@@ -236,6 +243,7 @@ def replay(
         timeout=timeout,
         grace=grace,
         echo_stderr=echo_stderr,
+        rules=rules,
     )
     sys.exit(_run(tapes, plan, files, report, junit, update))
 

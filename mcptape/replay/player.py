@@ -68,8 +68,8 @@ class TapePlayer:
         answer: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None,
     ) -> None:
         self.name = "tape"
-        # Injection rules: a server request the recording holds no identical one of goes here
-        # first (a result or error member, or None), before a recorded answer to the same method.
+        # Injection rules the user gave: asked first for every server request (a result or
+        # error member, or None to answer from the recording).
         self.answer = answer
         self.tape = tape
         self.timeout = timeout
@@ -197,11 +197,11 @@ class TapePlayer:
             if kind in ("response", "error"):
                 self._answered(message)
             elif kind == "request" and self._receiving:
-                entry = self.book.take(message.get("method"), message.get("params"))
-                ruled = self.answer(message) if entry is None and self.answer is not None else None
+                ruled = self.answer(message) if self.answer is not None else None
                 if ruled is not None:
                     reply = _dumps({"jsonrpc": "2.0", "id": message.get("id"), **ruled})
                 else:
+                    entry = self.book.take(message.get("method"), message.get("params"))
                     if entry is None:
                         entry = self.book.take_by_method(message.get("method"))
                     reply = answer_bytes(message, entry)
@@ -220,6 +220,14 @@ class TapePlayer:
         waiter = self._waiters.get(key)
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def tool_in_flight(self) -> str | None:
+        """The tool of the latest ``tools/call`` still waiting for its response (for rules)."""
+        for key in reversed(list(self._waiters)):
+            exchange = self._recorded.get(key)
+            if not self._waiters[key].done() and exchange is not None and exchange.method == "tools/call":
+                return exchange.subject
+        return None
 
     def replayed_tape(self) -> Tape:
         """What was sent and received, as a tape to compare with the recording."""

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mcptape.proxy.addons import AddonManager, SessionContext
 from mcptape.proxy.process import ProcessLink, SpawnError
@@ -46,6 +47,7 @@ class ReplayPlan:
     grace: float = 2.0
     echo_stderr: bool = False
     progress: bool = True
+    rules: Any = None  # mcptape.rules.Rules: the user's injection rules, asked before the recording
 
 
 @dataclass
@@ -89,6 +91,8 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
         await store.opened()
     report = _progress(tape.source, len(tape.exchanges)) if plan.progress else None
     player = TapePlayer(tape, timeout=plan.timeout, progress=report)
+    if plan.rules:
+        player.answer = rules_answer(plan.rules, player)
     addons = AddonManager([recorder] if store is not None else [])
     relay = Relay(player, server, addons, session, grace=plan.grace)
     loop = asyncio.get_running_loop()
@@ -120,6 +124,22 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
         player.seen,
         stopped_by[0] if stopped_by else None,
     )
+
+
+def rules_answer(rules: Any, player: TapePlayer) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """The player's hook asking injection rules about a live server request."""
+    from mcptape.rules import RuleContext
+
+    def answer(request: dict[str, Any]) -> dict[str, Any] | None:
+        method = request.get("method")
+        if not isinstance(method, str):
+            return None
+        found = rules.answer(method, request.get("params"), RuleContext(player.tool_in_flight()))
+        if found is None:
+            return None
+        return {"result": found.result} if found.kind == "result" else {"error": found.error}
+
+    return answer
 
 
 def _server_answered(frames: list[TapeFrame]) -> bool:
