@@ -366,9 +366,9 @@ class Relay:
             if recorded is not None:
                 await recorded
             try:
-                pending = self.client.send(frame)
-                if pending is not None:
-                    await asyncio.wait_for(pending, CLIENT_LINGER_S)
+                waiting = self.client.send(frame)
+                if waiting is not None:
+                    await asyncio.wait_for(waiting, CLIENT_LINGER_S)
             except (LinkClosed, TimeoutError):
                 break
 
