@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import select
 import signal
 import subprocess
 import sys
@@ -161,6 +162,9 @@ def test_started_by_hand_in_a_terminal_it_says_what_it_is_on_stderr() -> None:
     os.close(secondary)
     try:
         assert process.stderr is not None
+        # A bounded wait (the server says it at start-up, before anything else), not a timing assertion.
+        ready, _, _ = select.select([process.stderr], [], [], 60)
+        assert ready, "nothing on stderr: a person at the terminal is not told what this is"
         line = process.stderr.readline().decode()
     finally:
         process.kill()
