@@ -22,6 +22,8 @@ from typing import IO, Any, Final, TypeVar
 
 import click
 
+from mcptape.cli.safe_text import safe
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 FORMATS: Final = ("table", "json", "nl", "csv")
@@ -34,13 +36,6 @@ _HELP: Final = {
 ELLIPSIS: Final = "…"
 _MIN_CUT_WIDTH: Final = 6
 _GAP: Final = "  "
-# Control characters and Unicode line separators would break a table's (or a timeline's)
-# lines; show them the way JSON writes them.
-_CONTROL_ESCAPES: Final = {i: f"\\u{i:04x}" for i in (*range(32), *range(127, 160), 0x2028, 0x2029)} | {
-    9: "\\t",
-    10: "\\n",
-    13: "\\r",
-}
 
 
 def output_options(func: F) -> F:
@@ -208,8 +203,8 @@ def cell_text(value: Any) -> str:
 
 
 def one_line(text: str) -> str:
-    """``text`` with line breaks and other control characters escaped (``\\n``, ``\\u2028``)."""
-    return text.translate(_CONTROL_ESCAPES)
+    """``text`` on one line, safe for a terminal: see :func:`mcptape.cli.safe_text.safe`."""
+    return safe(text)
 
 
 def char_width(ch: str) -> int:
