@@ -98,7 +98,7 @@ def test_everything_server_gives_the_same_results_through_record(db_path: Path) 
         ).fetchall()
         assert len(session) == 1
         name, status, version, client_name, server_name, caps = session[0]
-        assert (name, status, version, client_name) == ("everything", "ok", "2025-11-25", "mcp")
+        assert (name, status, version, client_name) == ("everything", "closed", "2025-11-25", "mcp")
         assert server_name == "mcp-servers/everything" and "tools" in json.loads(caps)
         # Every client request was answered by the server, and the views correlate them.
         unanswered = con.execute(

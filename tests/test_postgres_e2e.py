@@ -274,7 +274,7 @@ def test_record_forwards_odd_and_large_frames_byte_for_byte_and_records_them(dat
         assert [frame_bytes(row[2], row[3]) for row in recorded] == ODD_FRAMES
         assert [row[4] for row in recorded] == [len(frame) for frame in ODD_FRAMES]
         assert {row[1] for row in recorded} == {origin}
-    assert database.query("SELECT status, exit_code FROM sessions") == [("ok", 0)]
+    assert database.query("SELECT status, exit_code FROM sessions") == [("closed", 0)]
     # And back out through mcptape: the export gives every frame's exact bytes.
     exported = [
         json.loads(line) for line in mcptape("export", "last", "--db", database.url).stdout.splitlines()
@@ -339,7 +339,7 @@ def test_four_recorders_on_a_brand_new_database_lose_nothing(database: Database)
         "SELECT s.name, s.status, count(f.id) FROM sessions s JOIN frames f ON f.session_id = s.id"
         " GROUP BY 1, 2 ORDER BY 1"
     )
-    assert counts == [(f"s{i}", "ok", 2 * n) for i in range(4)]
+    assert counts == [(f"s{i}", "closed", 2 * n) for i in range(4)]
     assert database.query("SELECT version_num FROM alembic_version") == [(runner.HEAD_REVISION,)]
 
 

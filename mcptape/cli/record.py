@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import shlex
-import signal
 import sys
-from typing import TYPE_CHECKING
 
 import click
 
 from mcptape.cli.common import UserError, db_option
-
-if TYPE_CHECKING:
-    from mcptape.proxy.addons import Outcome
-    from mcptape.store import Writer
 
 
 @click.command(context_settings={"ignore_unknown_options": False})
@@ -46,6 +40,15 @@ if TYPE_CHECKING:
     show_default=True,
     help="Copy the server's stderr to ours (desktop clients show it in their logs).",
 )
+@click.option(
+    "--on-store-error",
+    type=click.Choice(["fail", "forward"]),
+    default="fail",
+    show_default=True,
+    help="When the database cannot be opened: stop the session with an error (fail), or keep "
+    "forwarding unrecorded and say so on stderr (forward; what `mcptape wrap` writes, so a "
+    "desktop client keeps its server).",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
 def record(
     db: str | None,
@@ -54,14 +57,22 @@ def record(
     config_path: str | None,
     grace: float,
     echo_stderr: bool,
+    on_store_error: str,
     command: tuple[str, ...],
 ) -> None:
     """Run an MCP server over stdio and record every frame between it and the client.
 
     Put it in front of any stdio server: the client talks to mcptape on stdin and
     stdout exactly as it would to the server, every frame is forwarded unchanged,
-    and frames, the server's stderr and its exit land in the database. mcptape
-    exits with the server's exit status.
+    and frames, the server's stderr and its exit land in the database. The server
+    starts at once; the database opens in the background.
+
+    \b
+    Exit status: the server's (128+N when it was killed by signal N), also when the
+    client leaves first and the server then exits on its own; 0 when the client left
+    and mcptape had to stop a server that did not exit after its stdin closed; 128+N
+    when mcptape itself was stopped by signal N; 2 when the server cannot be started;
+    1 when the server succeeded but recording failed.
 
     \b
     Examples:
@@ -79,26 +90,22 @@ def record(
     (`mcptape wrap` does this for every entry, and `mcptape unwrap` undoes it).
     """
     argv, env, cwd, description = _upstream_command(command, upstream, config_path)
+    import asyncio
 
-    from mcptape.store import StoreError, open_store
+    from mcptape.proxy.session import RecordPlan, run_record
 
-    try:
-        store = open_store(db)
-        session_id = store.create_session(
-            mode="record", name=name or upstream, transport="stdio->stdio", upstream=description
-        )
-    except StoreError as exc:
-        raise UserError(str(exc)) from exc
-    writer = store.writer()
-    code = 1
-    try:
-        import asyncio
-
-        code = asyncio.run(_record(writer, session_id, argv, env, cwd, description, name, grace, echo_stderr))
-    finally:
-        writer.close()
-        store.close()
-    sys.exit(code)
+    plan = RecordPlan(
+        argv=argv,
+        env=env,
+        cwd=cwd,
+        description=description,
+        name=name or upstream,
+        db=db,
+        grace=grace,
+        echo_stderr=echo_stderr,
+        on_store_error=on_store_error,
+    )
+    sys.exit(asyncio.run(run_record(plan)))
 
 
 def _upstream_command(
@@ -131,71 +138,3 @@ def _upstream_command(
     if not command:
         raise UserError("no server to record: give the server's command after --, or --upstream NAME")
     return list(command), None, None, shlex.join(command)
-
-
-async def _record(
-    writer: Writer,
-    session_id: str,
-    argv: list[str],
-    env: dict[str, str] | None,
-    cwd: str | None,
-    description: str,
-    name: str | None,
-    grace: float,
-    echo_stderr: bool,
-) -> int:
-    import asyncio
-
-    from mcptape.proxy.addons import AddonManager, SessionContext
-    from mcptape.proxy.links import open_stdio_link
-    from mcptape.proxy.process import ProcessLink, SpawnError
-    from mcptape.proxy.recorder import Recorder
-    from mcptape.proxy.relay import Relay
-
-    recorder = Recorder(writer, session_id)
-    session = SessionContext(session_id, "record", "stdio->stdio", description, name)
-    addons = AddonManager([recorder])
-
-    def on_stderr(line: bytes) -> None:
-        addons.call_sync("event", session, "stderr", line.decode("utf-8", errors="replace"), None)
-
-    try:
-        server = ProcessLink.spawn(argv, env=env, cwd=cwd, on_stderr=on_stderr, echo_stderr=echo_stderr)
-    except SpawnError as exc:
-        recorder.event(session, "error", str(exc), {"argv": argv})
-        writer.update_session(session_id, status="error", error=str(exc), ended_at=_now())
-        click.echo(f"mcptape: error: {exc}", err=True)
-        return 2
-    recorder.event(session, "process_start", description, {"pid": server.pid, "argv": argv, "cwd": cwd})
-    client = open_stdio_link()
-    relay = Relay(client, server, addons, session, grace=grace)
-
-    loop = asyncio.get_running_loop()
-    stopped_by: list[int] = []
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-
-        def on_signal(signum: int = signum) -> None:
-            stopped_by.append(signum)
-            relay.stop(signal.Signals(signum).name)
-
-        loop.add_signal_handler(signum, on_signal)
-
-    outcome = await relay.run()
-    return _exit_code(outcome, stopped_by)
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
-
-
-def _exit_code(outcome: Outcome, stopped_by: list[int]) -> int:
-    """Our exit status: the server's when it ended the session, 128+N after signal N, else 0."""
-    from mcptape.proxy.process import shell_status
-
-    if outcome.ended_by == "signal" and stopped_by:
-        return 128 + stopped_by[0]
-    if outcome.ended_by == "server" and outcome.exit_code is not None:
-        return shell_status(outcome.exit_code)
-    return 0

@@ -1,41 +1,33 @@
 """Addons: objects whose methods, named after hooks, the relay calls (mitmproxy's model, kept small).
 
-Hooks, each optional, sync or async unless noted:
+The hooks are declared in :mod:`mcptape.proxy.hooks`. This module calls them:
 
-- ``session_start(session: SessionContext)``: the relay is about to pump frames.
-- ``frame(flow: Flow)``: a frame arrived from a peer. The addon may
-  ``flow.reply(...)`` (answer it: the answer goes back where the frame came from and
-  the frame is not forwarded), ``flow.replace(...)`` or ``flow.drop()``. Addons run in
-  order; once one has answered or dropped a flow, later ones are not asked.
-- ``frame_done(flow: Flow)``: the decision is made; the frame is about to be forwarded
-  (or not). Observers such as the recorder live here, so they see every frame that
-  arrived, whatever the deciders did, and the frames mcptape writes itself
-  (``flow.injected``). A hook that returns an awaitable slows the relay until it is
-  done (back-pressure).
-
-``frame`` and ``frame_done`` run on the links' reader threads (see ``links``), so they
-must be quick and thread-safe; an async ``frame`` hook, or an awaitable returned by
-either, runs on the event loop while the reader waits.
-- ``event(session: SessionContext, kind: str, text: str | None, data: object)``: sync only;
-  something that is not a frame happened (stderr line, process exit, error).
-- ``session_end(session: SessionContext, outcome: Outcome)``: the session is over.
-
-One addon's crash is reported once on stderr and as an ``error`` event; the relay
-goes on without that call's effect.
+- in order, each addon's crash reported once on stderr and as an ``error`` event,
+  the relay going on without that call's effect;
+- without ever blocking the event loop: :meth:`AddonManager.run_frame` runs the
+  ``frame`` and ``frame_done`` hooks on the calling thread and, as soon as a hook
+  returns an awaitable (an async addon, or the recorder's back-pressure), hands back
+  an awaitable that finishes the flow on the loop. A reader thread blocks on it
+  (:func:`mcptape.proxy.link.wait_from_thread`); a loop-side link awaits it.
 """
 
 from __future__ import annotations
 
-import asyncio
+import difflib
 import inspect
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptape.frames import Direction, Frame, opposite
+from mcptape.proxy.flow import Flow
+from mcptape.proxy.hooks import HOOK_SPECS, HOOKS
 
-HOOKS = ("session_start", "frame", "frame_done", "event", "session_end")
+__all__ = ["AddonError", "AddonManager", "Flow", "Outcome", "SessionContext"]
+
+
+class AddonError(Exception):
+    """An addon is malformed (a method that looks like a misspelled hook, an async sync-only hook)."""
 
 
 @dataclass
@@ -52,66 +44,53 @@ class SessionContext:
 
 @dataclass
 class Outcome:
-    """How a session ended."""
+    """How a session ended.
 
-    status: str  # ok, error, interrupted
+    ``status``: ``ok`` (the server ended the session cleanly), ``closed`` (the client
+    left and the server was shut down), ``error`` (the server died or failed),
+    ``interrupted`` (a signal stopped mcptape). ``exit_code`` is the server process's
+    returncode where there is one (negative: killed by that signal). ``ended_by``:
+    ``server``, ``client`` or ``signal``. ``stopped_by_us``: mcptape had to signal the
+    server (it did not exit on its own after its stdin closed).
+    """
+
+    status: str
     exit_code: int | None = None
     error: str | None = None
-    ended_by: str = "server"  # server, client, signal
-
-
-@dataclass
-class Flow:
-    """One frame on its way through the relay, and what the addons decided about it."""
-
-    frame: Frame
-    injected: bool = False
-    seq: int | None = None
-    replies: list[Frame] = field(default_factory=list)
-    replacement: Frame | None = None
-    dropped: bool = False
-
-    @property
-    def decided(self) -> bool:
-        return self.dropped or bool(self.replies)
-
-    def reply(self, data: bytes) -> None:
-        """Answer the frame: ``data`` goes back to its sender, as written by mcptape."""
-        back: Direction = opposite(self.frame.direction)
-        self.replies.append(Frame(data, back, origin="proxy"))
-
-    def replace(self, data: bytes) -> None:
-        """Forward ``data`` instead of the frame that arrived (both are recorded)."""
-        self.replacement = Frame(data, self.frame.direction, origin="proxy")
-
-    def drop(self) -> None:
-        """Forward nothing."""
-        self.dropped = True
-
-    @property
-    def outgoing(self) -> Frame | None:
-        """The frame to forward, if any."""
-        if self.decided:
-            return None
-        return self.replacement if self.replacement is not None else self.frame
+    ended_by: str = "server"
+    stopped_by_us: bool = False
 
 
 Hook = Callable[..., Any]
+_Stage = tuple[int, int]  # (0: frame hooks, 1: frame_done hooks; index of the next hook)
+
+
+def _check_addon(addon: object) -> None:
+    for name, member in inspect.getmembers(type(addon)):
+        if name.startswith("_") or name in HOOKS or not callable(member):
+            continue
+        near = difflib.get_close_matches(name, HOOKS, n=1, cutoff=0.8)
+        if near:
+            raise AddonError(f"{type(addon).__name__}.{name} is not a hook: did you mean {near[0]!r}?")
+    for spec in HOOK_SPECS:
+        fn = getattr(addon, spec.name, None)
+        if fn is not None and not spec.may_be_async and inspect.iscoroutinefunction(fn):
+            raise AddonError(f"{type(addon).__name__}.{spec.name} must not be async")
 
 
 class AddonManager:
     """Calls the addons' hooks in order, isolating their failures."""
 
     def __init__(self, addons: list[object]) -> None:
-        self.addons = addons
-        self._hooks: dict[str, list[tuple[object, Hook, bool]]] = {}
-        for name in HOOKS:
-            found = []
-            for addon in addons:
+        for addon in addons:
+            _check_addon(addon)
+        self.addons = list(addons)
+        self._hooks: dict[str, list[tuple[object, Hook]]] = {name: [] for name in HOOKS}
+        for addon in addons:
+            for name in HOOKS:
                 fn = getattr(addon, name, None)
                 if callable(fn):
-                    found.append((addon, fn, inspect.iscoroutinefunction(fn)))
-            self._hooks[name] = found
+                    self._hooks[name].append((addon, fn))
         self._reported: set[tuple[int, str]] = set()
         self.on_error: Callable[[str], None] | None = None
 
@@ -127,63 +106,64 @@ class AddonManager:
         if self.on_error is not None and hook != "event":
             self.on_error(message)
 
+    # -- lifecycle hooks (on the loop) ------------------------------------------------
+
     async def call(self, hook: str, *args: Any) -> None:
-        for addon, fn, is_async in self._hooks[hook]:
+        for addon, fn in self._hooks[hook]:
             try:
                 result = fn(*args)
-                if is_async or inspect.isawaitable(result):
+                if inspect.isawaitable(result):
                     await result
             except Exception as exc:
                 self._failed(addon, hook, exc)
 
-    def decide_blocking(self, flow: Flow, loop: asyncio.AbstractEventLoop) -> None:
-        """Run the ``frame`` hooks from a link's reader thread; async ones run on ``loop``."""
-        for addon, fn, _ in self._hooks["frame"]:
-            try:
-                result = fn(flow)
-                if result is not None:
-                    _wait_on(loop, result)
-            except Exception as exc:
-                self._failed(addon, "frame", exc)
-            if flow.decided:
-                return
-
-    def frame_done_blocking(self, flow: Flow, loop: asyncio.AbstractEventLoop) -> None:
-        """Run the ``frame_done`` hooks from a link's reader thread.
-
-        A hook that returns an awaitable (the recorder does when its writer is behind)
-        is awaited on ``loop`` while this thread waits: that is the back-pressure.
-        """
-        for addon, fn, _ in self._hooks["frame_done"]:
-            try:
-                result = fn(flow)
-                if result is not None:
-                    _wait_on(loop, result)
-            except Exception as exc:
-                self._failed(addon, "frame_done", exc)
-
-    async def frame_done(self, flow: Flow) -> None:
-        """Run the ``frame_done`` hooks on the event loop (for frames mcptape writes itself)."""
-        for addon, fn, _ in self._hooks["frame_done"]:
-            try:
-                result: Awaitable[Any] | None = fn(flow)
-                if result is not None:
-                    await result
-            except Exception as exc:
-                self._failed(addon, "frame_done", exc)
-
     def call_sync(self, hook: str, *args: Any) -> None:
-        for addon, fn, _ in self._hooks[hook]:
+        for addon, fn in self._hooks[hook]:
             try:
                 fn(*args)
             except Exception as exc:
                 self._failed(addon, hook, exc)
 
+    # -- frames (on any thread) ---------------------------------------------------------
 
-async def _await(awaitable: Awaitable[Any]) -> Any:
-    return await awaitable
+    def run_frame(self, flow: Flow, *, decide: bool = True) -> Awaitable[None] | None:
+        """Run ``frame`` (when ``decide``) then ``frame_done`` hooks; an awaitable if one must be waited on."""
+        return self._run((0 if decide else 1, 0), flow)
 
+    def _run(self, stage: _Stage, flow: Flow) -> Awaitable[None] | None:
+        step = self._step(stage, flow)
+        if step is None:
+            return None
+        return self._finish(step, flow)
 
-def _wait_on(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any]) -> Any:
-    """Await ``awaitable`` on ``loop`` from another thread, blocking this one until it is done."""
-    return asyncio.run_coroutine_threadsafe(_await(awaitable), loop).result()
+    def _step(self, stage: _Stage, flow: Flow) -> tuple[Awaitable[Any], _Stage, object, str] | None:
+        """Run hooks synchronously from ``stage``; stop at the first that returns an awaitable."""
+        phase, index = stage
+        while phase < 2:
+            hook = "frame" if phase == 0 else "frame_done"
+            hooks = self._hooks[hook]
+            while index < len(hooks):
+                if phase == 0 and flow.decided:
+                    index = len(hooks)
+                    break
+                addon, fn = hooks[index]
+                index += 1
+                try:
+                    result = fn(flow)
+                except Exception as exc:
+                    self._failed(addon, hook, exc)
+                    continue
+                if result is not None and inspect.isawaitable(result):
+                    return result, (phase, index), addon, hook
+            phase, index = phase + 1, 0
+        return None
+
+    async def _finish(self, step: tuple[Awaitable[Any], _Stage, object, str], flow: Flow) -> None:
+        current: tuple[Awaitable[Any], _Stage, object, str] | None = step
+        while current is not None:
+            awaitable, stage, addon, hook = current
+            try:
+                await awaitable
+            except Exception as exc:
+                self._failed(addon, hook, exc)
+            current = self._step(stage, flow)

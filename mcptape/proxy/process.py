@@ -1,4 +1,18 @@
-"""The server-facing stdio link: a spawned process, its stderr, its exit and its shutdown."""
+"""The server-facing stdio link: a spawned process, its stderr, its exit and its shutdown.
+
+The server runs in a process group of its own, so that shutting it down reaches the
+children it started (``npx`` starts ``node``; a shell wrapper starts the real server)
+and a Ctrl-C in a terminal reaches mcptape alone, which then shuts the server down in
+order: stdin closed, then SIGTERM, then SIGKILL, a grace apart.
+
+stderr is logging, and a server may flood it. It is read on a thread of its own and
+never slows frames: lines longer than :data:`MAX_STDERR_LINE` are cut, bursts of short
+lines are coalesced into one event per :data:`COALESCE_BYTES`, and past
+:data:`STDERR_RATE` bytes a second what is not recorded is counted and said in a
+``stderr_cut`` event. The copy to our own stderr (desktop clients show it in their
+logs) goes through a bounded queue on another thread, so a client that does not read
+our stderr cannot stall the server either.
+"""
 
 from __future__ import annotations
 
@@ -9,22 +23,32 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from mcptape.proxy.framing import LineSplitter
-from mcptape.proxy.links import READ_CHUNK, FdLink
+from mcptape.proxy.link import Deliver, Ended, EventSink, LinkEnd
+from mcptape.proxy.stdio import READ_CHUNK, FdLink
 
 STDERR_TAIL = 20
-POLL_S = 0.01
+MAX_STDERR_LINE = 16 << 10
+COALESCE_LINES = 16  # more lines than this in one read become one event
+COALESCE_BYTES = 64 << 10
+STDERR_RATE = 1 << 20  # bytes of stderr recorded per second, beyond a burst of 4x
+ECHO_QUEUE = 1 << 20
+POLL_S = 0.005
+READER_LINGER_S = 0.5  # after the process exited, how long a grandchild may keep its stdout open
 
 
 class SpawnError(Exception):
     """The upstream command could not be started (not found, not executable, bad cwd)."""
 
 
-def describe_status(returncode: int) -> str:
+def describe_status(returncode: int | None) -> str:
     """Words for a process's exit status as Python reports it (negative: killed by a signal)."""
+    if returncode is None:
+        return "ended"
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
@@ -34,29 +58,180 @@ def describe_status(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
+def status_sentence(returncode: int | None) -> str:
+    """A sentence fragment for how a server ended: 'exited with status 3', 'was killed by SIGKILL'."""
+    if returncode is None:
+        return "closed its output"
+    if returncode < 0:
+        return f"was {describe_status(returncode)}"
+    return f"exited with status {returncode}"
+
+
 def shell_status(returncode: int) -> int:
     """The status a shell would report: 128 + signal number for a killed process."""
     return 128 - returncode if returncode < 0 else returncode
 
 
+class _Stderr:
+    """Reads a server's stderr: a bounded tail, bounded events, a bounded echo."""
+
+    def __init__(self, fd: int, echo: bool) -> None:
+        self.fd = fd
+        self.tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self.done = threading.Event()
+        self.event: EventSink | None = None
+        self._early: list[tuple[str, str | None, object]] = []
+        self._lock = threading.Lock()
+        self._echo: deque[bytes] | None = deque() if echo else None
+        self._echo_bytes = 0
+        self._echo_cv = threading.Condition()
+        self._echo_dropped = 0
+        self._budget = float(STDERR_RATE * 4)
+        self._budget_at = time.monotonic()
+        self._cut_lines = 0
+        self._cut_bytes = 0
+        threading.Thread(target=self._run, name="mcptape-stderr", daemon=True).start()
+        if echo:
+            threading.Thread(target=self._echo_run, name="mcptape-stderr-echo", daemon=True).start()
+
+    def attach(self, event: EventSink) -> None:
+        with self._lock:
+            self.event = event
+            early, self._early = self._early, []
+        for item in early:
+            event(*item)
+
+    def _emit(self, kind: str, text: str | None, data: object = None) -> None:
+        with self._lock:
+            if self.event is None:
+                self._early.append((kind, text, data))
+                return
+            sink = self.event
+        sink(kind, text, data)
+
+    def _run(self) -> None:
+        splitter = LineSplitter()
+        try:
+            while True:
+                try:
+                    chunk = os.read(self.fd, READ_CHUNK)
+                except OSError:
+                    chunk = b""
+                lines = splitter.feed(chunk) if chunk else []
+                if not chunk:
+                    rest = splitter.finish()
+                    if rest is not None:
+                        lines.append(rest)
+                if lines:
+                    self._lines(lines)
+                if not chunk:
+                    return
+        finally:
+            self._report_cut()
+            self.done.set()
+            with self._echo_cv:
+                self._echo_cv.notify_all()
+
+    def _lines(self, lines: list[bytes]) -> None:
+        for line in lines[-STDERR_TAIL:]:
+            self.tail.append(line[:1024].decode("utf-8", errors="replace"))
+        if self._echo is not None:
+            self._queue_echo(lines)
+        now = time.monotonic()
+        self._budget = min(STDERR_RATE * 4.0, self._budget + (now - self._budget_at) * STDERR_RATE)
+        self._budget_at = now
+        texts: list[str] = []
+        for line in lines:
+            cut = len(line) > MAX_STDERR_LINE
+            size = min(len(line), MAX_STDERR_LINE)
+            if self._budget < size:
+                self._cut_lines += 1
+                self._cut_bytes += len(line)
+                continue
+            self._budget -= size
+            text = line[:MAX_STDERR_LINE].decode("utf-8", errors="replace")
+            if cut:
+                text += f" … [{len(line) - MAX_STDERR_LINE} bytes cut]"
+                self._cut_bytes += len(line) - MAX_STDERR_LINE
+            texts.append(text)
+        if self._cut_lines and self._budget > STDERR_RATE:
+            self._report_cut()
+        if len(texts) <= COALESCE_LINES:
+            for text in texts:
+                self._emit("stderr", text)
+            return
+        group: list[str] = []
+        size = 0
+        for text in texts:
+            group.append(text)
+            size += len(text) + 1
+            if size >= COALESCE_BYTES:
+                self._emit("stderr", "\n".join(group), {"lines": len(group)})
+                group, size = [], 0
+        if group:
+            self._emit("stderr", "\n".join(group), {"lines": len(group)})
+
+    def _report_cut(self) -> None:
+        if self._cut_lines:
+            lines, size = self._cut_lines, self._cut_bytes
+            self._cut_lines = self._cut_bytes = 0
+            self._emit(
+                "stderr_cut",
+                f"{lines} stderr line{'s' if lines != 1 else ''} ({size} bytes) not recorded: "
+                "the server wrote faster than the recording keeps",
+                {"lines": lines, "bytes": size},
+            )
+
+    def _queue_echo(self, lines: list[bytes]) -> None:
+        assert self._echo is not None
+        with self._echo_cv:
+            for line in lines:
+                if self._echo_bytes > ECHO_QUEUE:
+                    self._echo_dropped += 1
+                    continue
+                self._echo.append(line)
+                self._echo_bytes += len(line) + 1
+            self._echo_cv.notify()
+
+    def _echo_run(self) -> None:
+        assert self._echo is not None
+        out = sys.stderr.buffer if sys.stderr is not None else None
+        while True:
+            with self._echo_cv:
+                while not self._echo and not self.done.is_set():
+                    self._echo_cv.wait()
+                if not self._echo and self.done.is_set():
+                    return
+                batch = list(self._echo)
+                self._echo.clear()
+                self._echo_bytes = 0
+                dropped, self._echo_dropped = self._echo_dropped, 0
+            if out is None:
+                continue
+            data = b"\n".join(batch) + b"\n"
+            if dropped:
+                data += (
+                    f"mcptape: {dropped} stderr lines of the server not shown (our stderr is slow)\n".encode()
+                )
+            with contextlib.suppress(OSError, ValueError):
+                out.write(data)
+                out.flush()
+
+
 class ProcessLink(FdLink):
     """A spawned MCP server: frames on its stdin/stdout, log lines on its stderr."""
 
-    def __init__(
-        self,
-        proc: subprocess.Popen[bytes],
-        on_stderr: Callable[[bytes], None] | None,
-        echo_stderr: bool,
-    ) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], echo_stderr: bool) -> None:
         assert proc.stdout is not None and proc.stdin is not None and proc.stderr is not None
         super().__init__(proc.stdout.fileno(), proc.stdin.fileno(), "s2c", "server")
         self.proc = proc
         self.pid = proc.pid
-        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
-        self._on_stderr = on_stderr
-        self._echo_stderr = echo_stderr
-        self._stderr_thread = threading.Thread(target=self._pump_stderr, name="mcptape-stderr", daemon=True)
-        self._stderr_thread.start()
+        self._stderr = _Stderr(proc.stderr.fileno(), echo_stderr)
+        self._closing: asyncio.Future[LinkEnd] | None = None
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        return list(self._stderr.tail)
 
     @classmethod
     def spawn(
@@ -65,7 +240,6 @@ class ProcessLink(FdLink):
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
-        on_stderr: Callable[[bytes], None] | None = None,
         echo_stderr: bool = True,
     ) -> ProcessLink:
         """Start ``argv`` with the full environment (plus ``env``) and pipes on all three streams."""
@@ -81,6 +255,7 @@ class ProcessLink(FdLink):
                 env=full_env,
                 cwd=cwd,
                 bufsize=0,
+                start_new_session=True,
             )
         except FileNotFoundError as exc:
             missing = cwd if cwd and not os.path.isdir(cwd) else argv[0]
@@ -89,7 +264,11 @@ class ProcessLink(FdLink):
             raise SpawnError(f"cannot start the server: {argv[0]!r} is not executable") from exc
         except OSError as exc:
             raise SpawnError(f"cannot start the server {argv[0]!r}: {exc.strerror or exc}") from exc
-        return cls(proc, on_stderr, echo_stderr)
+        return cls(proc, echo_stderr)
+
+    def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
+        super().start(deliver, ended, event)
+        self._stderr.attach(event)
 
     def _close_write_fd(self) -> None:
         # The Popen object owns the descriptor: closing it there keeps it from being closed twice.
@@ -97,54 +276,68 @@ class ProcessLink(FdLink):
         with contextlib.suppress(OSError):
             self.proc.stdin.close()
 
-    def _pump_stderr(self) -> None:
-        assert self.proc.stderr is not None
-        fd = self.proc.stderr.fileno()
-        splitter = LineSplitter()
-        out = sys.stderr.buffer
-        while True:
-            try:
-                chunk = os.read(fd, READ_CHUNK)
-            except OSError:
-                chunk = b""
-            lines = splitter.feed(chunk) if chunk else []
-            if not chunk:
-                rest = splitter.finish()
-                if rest is not None:
-                    lines.append(rest)
-            for line in lines:
-                self.stderr_tail.append(line.decode("utf-8", errors="replace"))
-                if self._echo_stderr:
-                    with contextlib.suppress(OSError, ValueError):
-                        out.write(line + b"\n")
-                        out.flush()
-                if self._on_stderr is not None:
-                    self._on_stderr(line)
-            if not chunk:
-                return
+    def _signal(self, sig: int) -> None:
+        """Signal the server's process group (it leads it), or the server alone if that fails."""
+        if self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except OSError:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(sig)
 
-    async def stderr_done(self, timeout: float = 2.0) -> None:
-        """Wait (briefly) until every stderr line has been read and reported."""
-        deadline = asyncio.get_running_loop().time() + timeout
-        while self._stderr_thread.is_alive() and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(POLL_S)
-
-    async def wait(self) -> int:
-        """Wait for the process to exit; its returncode (negative when killed by a signal)."""
+    async def _wait_exit(self, timeout: float) -> int | None:
         # Polling keeps waiting off the default executor, whose threads asyncio.run joins at exit.
+        deadline = time.monotonic() + timeout
         while (code := self.proc.poll()) is None:
+            if time.monotonic() >= deadline:
+                return None
             await asyncio.sleep(POLL_S)
         return code
 
-    async def shutdown(self, grace: float = 2.0) -> int:
-        """Stop the server gracefully: close its stdin, then SIGTERM, then SIGKILL, a grace apart."""
+    async def _wait_event(self, event: threading.Event, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not event.is_set():
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(POLL_S)
+        return True
+
+    async def aclose(self, grace: float) -> LinkEnd:
+        """Close the server's stdin, then SIGTERM, then SIGKILL a grace apart; how it ended.
+
+        Returns within about ``2 * grace + 1.5`` seconds whatever the server does: a
+        server that does not read its stdin, or a grandchild that keeps its stdout
+        open, delays it by no more than that.
+        """
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._shutdown(grace))
+        return await asyncio.shield(self._closing)
+
+    async def _shutdown(self, grace: float) -> LinkEnd:
         self.close_send()
-        for sig in (None, signal.SIGTERM, signal.SIGKILL):
-            if self.proc.poll() is not None:
+        stopped_by_us = False
+        code = await self._wait_exit(grace)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if code is not None:
                 break
-            if sig is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    self.proc.send_signal(sig)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.wait(), grace)
-        return await self.wait()
+            stopped_by_us = True
+            self._signal(sig)
+            code = await self._wait_exit(grace if sig == signal.SIGTERM else 1.0)
+        if code is None:  # not even SIGKILL ended it in time (uninterruptible sleep)
+            code = self.proc.poll()
+        else:
+            # The group may hold children that outlived the server: they go too.
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        # Let the reader deliver what the server wrote last; a grandchild holding the
+        # pipe open must not keep us here.
+        if not await self._wait_event(self.reader_done, READER_LINGER_S):
+            self.stop_receiving()
+        await self._wait_event(self._stderr.done, READER_LINGER_S)
+        reason = "exited" if code is not None else "stopped"
+        return LinkEnd(reason, code, describe_status(code), tuple(self.stderr_tail), stopped_by_us)
+
+    def exited(self) -> int | None:
+        """The server's returncode if it has exited, else None (without waiting)."""
+        return self.proc.poll()

@@ -1,7 +1,20 @@
-"""The recorder addon: every frame and event of a session into the store, without blocking forwarding."""
+"""The recorder addon: every frame and event of a session into the store, without blocking forwarding.
+
+The recorder can start before the store is open: frames are numbered as they pass and
+kept in memory until :meth:`Recorder.attach` hands it a writer (``record`` opens and
+migrates the database in the background while the first frames are forwarded at
+once). Past :data:`EARLY_LIMIT` bytes held, the relay waits for the store.
+
+Back-pressure: when the writer's backlog passes its limit (about 100 ms of traffic),
+``frame_done`` returns an awaitable, and the link that delivered the frame waits on
+it. Nothing is dropped. A store that fails for good (a corrupted file, a full disk)
+is said once on stderr; frames keep flowing and ``record`` exits non-zero at the end.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import threading
 import time
 from collections.abc import Awaitable
@@ -15,17 +28,24 @@ if TYPE_CHECKING:
 
 
 LOOKS = 16
+EARLY_LIMIT = 64 << 20
 
 
 class Recorder:
     """Queues frames and events to the store's writer; applies back-pressure when it falls behind."""
 
-    def __init__(self, writer: Writer, session_id: str) -> None:
+    def __init__(self, writer: Writer | None = None, session_id: str | None = None) -> None:
         self.writer = writer
         self.session_id = session_id
         self.seq = 0
-        # Both links' reader threads record: sequence numbers must follow queue order.
+        self.failure: str | None = None  # why recording stopped, said once on stderr
+        # Both links record (reader threads, the loop): sequence numbers follow queue order.
         self._lock = threading.Lock()
+        self._early: list[tuple[str, tuple[Any, ...]]] = []
+        self._early_bytes = 0
+        self._ready = threading.Event()
+        if writer is not None:
+            self._ready.set()
         # Handshake learning: ids of hello requests awaiting their result; stop once complete.
         self._hello_ids: dict[str, str] = {}
         self._client_known = False
@@ -34,25 +54,87 @@ class Recorder:
         # peer that never says who it is costs nothing later.
         self._looks_left = LOOKS
 
+    # -- the store arrives ------------------------------------------------------------
+
+    def attach(self, writer: Writer, session_id: str) -> None:
+        """The store is open: write what was held, in order, then record directly. Any thread."""
+        with self._lock:
+            self.writer, self.session_id = writer, session_id
+            early, self._early = self._early, []
+            self._early_bytes = 0
+            for op, args in early:
+                self._apply(op, args)
+            self._ready.set()
+
+    def abandon(self, why: str) -> None:
+        """The store could not be opened: say so once, drop what was held, record nothing more."""
+        with self._lock:
+            self._early = []
+            self._early_bytes = 0
+            self._warn(why)
+            self._ready.set()
+
+    def _warn(self, why: str) -> None:
+        if self.failure is None:
+            self.failure = why
+            print(
+                f"mcptape: error: {why}; frames are still forwarded but are not being recorded",
+                file=sys.stderr,
+            )
+
+    def _apply(self, op: str, args: tuple[Any, ...]) -> None:
+        writer = self.writer
+        assert writer is not None and self.session_id is not None
+        if op == "frame":
+            writer.add_frame(self.session_id, *args)
+        elif op == "event":
+            writer.add_event(self.session_id, *args)
+        else:
+            writer.update_session(self.session_id, **args[0])
+
+    def _put(self, op: str, args: tuple[Any, ...], size: int) -> None:
+        """Under _lock: to the writer, or held until the store is open."""
+        if self.writer is not None:
+            self._apply(op, args)
+        elif self.failure is None:
+            self._early.append((op, args))
+            self._early_bytes += size
+
+    async def _wait_ready(self) -> None:
+        while not self._ready.is_set():
+            await asyncio.sleep(0.005)
+
+    # -- hooks ------------------------------------------------------------------------
+
     def frame_done(self, flow: Flow) -> Awaitable[Any] | None:
         frame = flow.frame
+        if not flow.injected and flow.outgoing is not frame:
+            frame.meta = {**(frame.meta or {}), "forwarded": False}
         with self._lock:
             self.seq += 1
             flow.seq = self.seq
-            self.writer.add_frame(self.session_id, self.seq, frame)
+            self._put("frame", (self.seq, frame), len(frame.data))
             if flow.replacement is not None:
                 self.seq += 1
                 replacement = flow.replacement
                 replacement.meta = {**(replacement.meta or {}), "replaces": flow.seq}
-                self.writer.add_frame(self.session_id, self.seq, replacement)
+                self._put("frame", (self.seq, replacement), len(replacement.data))
             if not (self._client_known and self._server_known):
                 if self._looks_left:
                     self._looks_left -= 1
                     self._learn(flow)
                 elif self._hello_ids or frame.method in HELLO_METHODS:
                     self._learn(flow)
-        if self.writer.over_limit:
-            return self.writer.drain()
+            writer = self.writer
+            early = self._early_bytes
+        if writer is None:
+            return self._wait_ready() if early > EARLY_LIMIT else None
+        failed = getattr(writer, "failed", None)
+        if failed and self.failure is None:
+            with self._lock:
+                self._warn(f"recording into {getattr(writer, 'where', 'the database')} failed: {failed}")
+        if writer.over_limit:
+            return writer.drain()
         return None
 
     def _learn(self, flow: Flow) -> None:
@@ -65,23 +147,24 @@ class Recorder:
                 fields = client_hello(frame.message)
                 if fields:
                     self._client_known = "client_name" in fields
-                    self.writer.update_session(self.session_id, **fields)
+                    self._put("update", (fields,), 256)
         elif frame.direction == "s2c" and kind == "response" and not flow.injected:
             method = self._hello_ids.pop(frame.rpc_id or "", None)
             fields = server_hello(frame.message, method)
             if fields:
                 self._server_known = "server_name" in fields
-                self.writer.update_session(self.session_id, **fields)
+                self._put("update", (fields,), 256)
 
     def event(self, session: SessionContext, kind: str, text: str | None, data: object) -> None:
-        self.writer.add_event(self.session_id, kind, text, data)
+        with self._lock:
+            self._put("event", (kind, text, data), len(text or "") + 64)
 
     def session_end(self, session: SessionContext, outcome: Outcome) -> None:
-        self.writer.update_session(
-            self.session_id,
-            ended_at=time.time(),
-            status=outcome.status,
-            exit_code=outcome.exit_code,
-            error=outcome.error,
-        )
-        self.writer.flush()
+        fields = {
+            "ended_at": time.time(),
+            "status": outcome.status,
+            "exit_code": outcome.exit_code,
+            "error": outcome.error,
+        }
+        with self._lock:
+            self._put("update", (fields,), 256)

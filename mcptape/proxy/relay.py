@@ -1,54 +1,82 @@
 """The relay: carries frames both ways between two links through the addons, and owns the lifecycle.
 
-Each link's reader thread pushes its frames through :meth:`Relay._deliver`, which runs
-the addons' hooks and writes the frame to the other link, so a frame crosses the
-relay without waiting for the event loop. The loop (:meth:`Relay.run`) owns
-everything else: it notices when a side ends, shuts the other down, handles a stop
-request and answers requests left pending.
+Every mode is the same three pieces (shared/DESIGN.md): a client-facing link, this
+relay, a server-facing link. ``record`` joins our stdio to a spawned process; the
+gateway joins an HTTP session to any upstream; ``call`` and ``replay`` join an
+in-process client or a tape player to any upstream. Links are described in
+:mod:`mcptape.proxy.link`; this is what the relay does with them.
 
-Rules it keeps (shared/DESIGN.md): frames are forwarded byte for byte and in order per
-direction; when the upstream dies, every client request still pending gets a JSON-RPC
-error naming the exit status and the last stderr lines; when the client goes away the
-upstream is shut down gracefully; on a stop request (SIGINT/SIGTERM) reading stops,
-the upstream is shut down and the session is closed as interrupted.
+Frames: :meth:`Relay.deliver` is what a link calls for each frame it received, from
+its reader thread or from the event loop. The addons' hooks run on the calling thread
+and the frame is forwarded from there, so a stdio frame crosses without an event-loop
+turn. When a hook or the destination link asks to wait (an async addon, the recorder's
+back-pressure, a full pipe), ``deliver`` returns an awaitable: a thread blocks on it,
+the loop awaits it; nothing ever blocks the event loop.
+
+mcptape's own messages: :meth:`Relay.send` sends a frame mcptape wrote (recorded with
+origin ``proxy``); :meth:`Relay.request` sends a request in an id space of mcptape's own
+(``"mcptape-N"``) and returns the reply, which is recorded and never forwarded
+(injection retries, replay, the ``call`` client).
+
+Lifecycle (:meth:`Relay.run`), every wait bounded:
+
+- the server ends (its output closes): what it still writes reaches the client, every
+  client request still pending gets a JSON-RPC error saying how the server ended and
+  its last stderr line, and the session ends ``ok`` or ``error`` with its exit status;
+- the client ends: the server is shut down gracefully (``Link.aclose``: stdin closed,
+  SIGTERM, SIGKILL, a grace apart) and the session ends ``closed``;
+- :meth:`Relay.stop` (a signal): reading from the client stops, the server is shut
+  down the same way, the session ends ``interrupted``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Protocol
+import itertools
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from mcptape.frames import Direction, Frame, classify_message, error_response
+import orjson
+
+from mcptape.frames import Direction, Frame, classify_message, opposite
 from mcptape.proxy.addons import AddonManager, Flow, Outcome, SessionContext
-from mcptape.proxy.links import Link, LinkClosed
-from mcptape.proxy.process import describe_status
+from mcptape.proxy.flow import error_bytes
+from mcptape.proxy.link import Link, LinkClosed, LinkEnd
+from mcptape.proxy.process import status_sentence
+
+try:  # correlation key: ids peers consider equal (1 and 1.0) share one
+    from mcptape.frames import id_key  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover - until frames.id_key lands
+
+    def id_key(rpc_id_text: str) -> str:
+        value = orjson.loads(rpc_id_text) if rpc_id_text[:1] != '"' else None
+        if isinstance(value, float) and value.is_integer():
+            return str(int(value))
+        return rpc_id_text
+
 
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
 CONNECTION_CLOSED = -32000
-_TRACKED = frozenset({"request", "response", "error", "batch"})
+CLIENT_LINGER_S = 1.0  # how long the client link may take to take our last frames
+OWN_PREFIX = "mcptape-"
+
+Pending = dict[str, list[tuple[str, str, int | None]]]  # id_key -> [(id text, method, batch group)]
 
 
-class Upstream(Link, Protocol):
-    """A server-facing link that can also be shut down and report how it ended."""
+def _chain(first: Awaitable[Any] | None, then: Callable[[], Awaitable[Any] | None]) -> Awaitable[Any] | None:
+    """Run ``then`` after ``first`` (at once if ``first`` is None); an awaitable if anything waits."""
+    if first is None:
+        return then()
 
-    stderr_tail: Any
+    async def both() -> None:
+        await first
+        nxt = then()
+        if nxt is not None:
+            await nxt
 
-    async def shutdown(self, grace: float = ...) -> int:
-        """Stop the server gracefully; its returncode."""
-        ...
-
-    async def wait(self) -> int:
-        """Wait for the server to end on its own; its returncode."""
-        ...
-
-    async def stderr_done(self, timeout: float = ...) -> None:
-        """Wait until every stderr line has been reported."""
-        ...
-
-
-def _status_words(returncode: int | None) -> str:
-    return "ended" if returncode is None else describe_status(returncode)
+    return both()
 
 
 class Relay:
@@ -57,7 +85,7 @@ class Relay:
     def __init__(
         self,
         client: Link,
-        server: Upstream,
+        server: Link,
         addons: AddonManager,
         session: SessionContext,
         *,
@@ -68,18 +96,22 @@ class Relay:
         self.addons = addons
         self.session = session
         self.grace = grace
-        self.pending: dict[str, str] = {}  # c2s request id (JSON text) -> method
         self.stop_reason: str | None = None
+        self.server_end: LinkEnd | None = None
+        self._pending: Pending = {}  # client requests forwarded and not yet answered
+        self._batch_ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._own: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Frame]]] = {}
+        self._own_ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ended: dict[Direction, asyncio.Future[str]] = {}
         self._stop: asyncio.Event | None = None
-        self._decide = addons.has("frame")
         addons.on_error = lambda message: self.emit("error", message)
 
     # -- events -----------------------------------------------------------------
 
     def emit(self, kind: str, text: str | None = None, data: object = None) -> None:
-        """Report something that is not a frame (stderr line, exit, error) to the addons."""
+        """Report something that is not a frame (stderr line, exit, error) to the addons. Any thread."""
         self.addons.call_sync("event", self.session, kind, text, data)
 
     def stop(self, reason: str) -> None:
@@ -89,53 +121,139 @@ class Relay:
             self.emit("signal", reason)
             self._stop.set()
 
-    # -- frames (on the links' reader threads) -------------------------------------
+    # -- frames -------------------------------------------------------------------
+
+    def deliver(self, frame: Frame) -> Awaitable[Any] | None:
+        """Take a frame a link received (any thread); None, or an awaitable to wait on first."""
+        if frame.direction == "s2c" or frame.direction == "c2s":
+            own = self._own_reply(frame) if self._own else None
+            if own is not None:
+                return own
+        flow = Flow(frame)
+        return _chain(self.addons.run_frame(flow), lambda: self._forward(flow))
+
+    def _forward(self, flow: Flow) -> Awaitable[Any] | None:
+        frame = flow.frame
+        waits: list[Awaitable[Any]] = []
+        for reply in flow.replies:
+            with contextlib.suppress(LinkClosed):
+                pending = self._send_recorded(reply)
+                if pending is not None:
+                    waits.append(pending)
+        out = flow.outgoing
+        if out is not None:
+            dst = self.server if frame.direction == "c2s" else self.client
+            if out.kind in ("request", "response", "error", "batch"):
+                self._track(out)
+            try:
+                pending = dst.send(out)
+            except LinkClosed:
+                self._end(frame.direction, "peer-closed")
+                pending = None
+            if pending is not None:
+                waits.append(pending)
+        if not waits:
+            return None
+        if len(waits) == 1:
+            return waits[0]
+        return _gather(waits)
+
+    def _send_recorded(self, frame: Frame) -> Awaitable[Any] | None:
+        """Record a frame mcptape wrote, then send it toward its direction's peer."""
+        flow = Flow(frame, injected=True)
+        dst = self.server if frame.direction == "c2s" else self.client
+        return _chain(self.addons.run_frame(flow, decide=False), lambda: dst.send(frame))
 
     def _track(self, frame: Frame) -> None:
+        """Keep the client requests the server has not answered yet (ids as peers compare them)."""
         kind = frame.kind
-        if frame.direction == "c2s":
-            if kind == "request":
-                self.pending[frame.rpc_id or ""] = frame.method or ""
+        with self._lock:
+            if frame.direction == "c2s":
+                if kind == "request" and frame.rpc_id is not None:
+                    self._pending.setdefault(id_key(frame.rpc_id), []).append(
+                        (frame.rpc_id, frame.method or "", None)
+                    )
+                elif kind == "batch":
+                    group = next(self._batch_ids)
+                    for item in frame.message or ():
+                        c = classify_message(item)
+                        if c.kind == "request" and c.rpc_id is not None:
+                            self._pending.setdefault(id_key(c.rpc_id), []).append(
+                                (c.rpc_id, c.method or "", group)
+                            )
+            elif kind in ("response", "error") and frame.rpc_id is not None:
+                self._answered(frame.rpc_id)
             elif kind == "batch":
-                for item in frame.message:
+                for item in frame.message or ():
                     c = classify_message(item)
-                    if c.kind == "request" and c.rpc_id is not None:
-                        self.pending[c.rpc_id] = c.method or ""
-        elif kind in ("response", "error"):
-            self.pending.pop(frame.rpc_id or "", None)
-        elif kind == "batch":
-            for item in frame.message:
-                c = classify_message(item)
-                if c.kind in ("response", "error") and c.rpc_id is not None:
-                    self.pending.pop(c.rpc_id, None)
+                    if c.kind in ("response", "error") and c.rpc_id is not None:
+                        self._answered(c.rpc_id)
 
-    def _deliver(self, frame: Frame, more: bool, dst: Link, direction: Direction) -> bool:
-        loop = self._loop
-        assert loop is not None
-        flow = Flow(frame)
-        if self._decide:
-            self.addons.decide_blocking(flow, loop)
-        self.addons.frame_done_blocking(flow, loop)
-        for reply in flow.replies:
-            self.addons.frame_done_blocking(Flow(reply, injected=True), loop)
-            with contextlib.suppress(LinkClosed):
-                (self.server if reply.direction == "c2s" else self.client).send(reply)
-        out = flow.outgoing
+    def _answered(self, rpc_id: str) -> None:
+        key = id_key(rpc_id)
+        waiting = self._pending.get(key)
+        if waiting:
+            waiting.pop(0)
+            if not waiting:
+                del self._pending[key]
+
+    # -- mcptape's own messages -------------------------------------------------------
+
+    async def send(self, frame: Frame) -> None:
+        """Send a frame mcptape wrote toward its direction's peer, recording it (origin proxy)."""
+        frame.origin = "proxy"
+        pending = self._send_recorded(frame)
+        if pending is not None:
+            await pending
+
+    async def request(
+        self,
+        direction: Direction,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+    ) -> Frame:
+        """Send a request of mcptape's own (``c2s``: to the server) and return the reply frame.
+
+        The id is ``"mcptape-N"``; the reply is recorded and not forwarded. Raises
+        TimeoutError after ``timeout`` and LinkClosed if the peer is gone.
+        """
+        loop = asyncio.get_running_loop()
+        rid = f"{OWN_PREFIX}{next(self._own_ids)}"
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        future: asyncio.Future[Frame] = loop.create_future()
+        key = f"{opposite(direction)}:{orjson.dumps(rid).decode()}"
+        self._own[key] = (loop, future)
         try:
-            if out is None:
-                if not more:
-                    dst.flush()
-                return True
-            if out.kind in _TRACKED:
-                self._track(out)
-            dst.send(out, more=more)
-        except LinkClosed:
-            self._end(direction, "peer-closed")
-            return False
-        return True
+            await self.send(Frame(orjson.dumps(message), direction, origin="proxy"))
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            self._own.pop(key, None)
+
+    def _own_reply(self, frame: Frame) -> Awaitable[Any] | None:
+        if frame.kind not in ("response", "error") or frame.rpc_id is None:
+            return None
+        entry = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
+        if entry is None:
+            return None
+        loop, future = entry
+        frame.meta = {**(frame.meta or {}), "forwarded": False}
+
+        def settle() -> None:
+            if not future.done():
+                future.set_result(frame)
+
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle)
+        return self.addons.run_frame(Flow(frame), decide=False)
+
+    # -- lifecycle (on the event loop) -----------------------------------------------
 
     def _end(self, direction: Direction, why: str) -> None:
-        """A side stopped (from a reader thread): the first reason given wins."""
+        """A side stopped (any thread): the first reason given wins."""
         loop = self._loop
         future = self._ended.get(direction)
         if loop is None or future is None:
@@ -148,13 +266,6 @@ class Relay:
         with contextlib.suppress(RuntimeError):  # the loop is closed: the session is over anyway
             loop.call_soon_threadsafe(settle)
 
-    async def inject(self, frame: Frame) -> None:
-        """Send a frame mcptape wrote itself toward its direction's peer, recording it."""
-        await self.addons.frame_done(Flow(frame, injected=True))
-        (self.server if frame.direction == "c2s" else self.client).send(frame)
-
-    # -- lifecycle (on the event loop) -----------------------------------------------
-
     async def run(self) -> Outcome:
         """Relay until one side ends or a stop is requested; returns how the session ended."""
         loop = self._loop = asyncio.get_running_loop()
@@ -162,87 +273,109 @@ class Relay:
         await self.addons.call("session_start", self.session)
         c2s = self._ended["c2s"] = loop.create_future()
         s2c = self._ended["s2c"] = loop.create_future()
-        self.server.start(
-            lambda f, more: self._deliver(f, more, self.client, "s2c"), lambda why: self._end("s2c", why)
-        )
-        self.client.start(
-            lambda f, more: self._deliver(f, more, self.server, "c2s"), lambda why: self._end("c2s", why)
-        )
+        self.server.start(self.deliver, lambda why: self._end("s2c", why), self.emit)
+        self.client.start(self.deliver, lambda why: self._end("c2s", why), self.emit)
         stop = asyncio.ensure_future(self._stop.wait())
         try:
             done, _ = await asyncio.wait({c2s, s2c, stop}, return_when=asyncio.FIRST_COMPLETED)
             # A stop request wins even when a side closed in the same moment (a Ctrl-C
             # often closes the client's stdin and kills the server as well).
             if self._stop.is_set():
-                outcome = await self._interrupted(s2c)
+                outcome = await self._interrupted()
             elif s2c in done and s2c.result() != "peer-closed":
                 outcome = await self._upstream_ended()
             elif c2s in done and c2s.result() == "peer-closed":
                 # The server stopped reading its stdin: it is going away; see how it ends.
-                outcome = await self._upstream_ended(s2c)
+                await _settle(s2c, self.grace)
+                outcome = await self._upstream_ended()
             else:
                 # The client closed its side (EOF on our stdin, or our stdout is gone).
-                outcome = await self._client_ended(s2c)
+                outcome = await self._client_ended()
         finally:
-            self.client.stop_reading()
             stop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await stop
+        await self._close_client()
         await self.addons.call("session_end", self.session, outcome)
         return outcome
 
-    async def _settle(self, side: asyncio.Future[str]) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(side), self.grace)
+    async def _close_server(self) -> LinkEnd:
+        end = self.server_end = await self.server.aclose(self.grace)
+        self.emit(
+            "process_exit" if end.reason == "exited" else "upstream_closed",
+            end.detail or end.reason,
+            {"returncode": end.exit_code, "stderr_tail": list(end.stderr_tail), "stopped": end.stopped_by_us},
+        )
+        return end
 
-    def _stderr_tail(self) -> list[str]:
-        return list(getattr(self.server, "stderr_tail", []) or [])
+    async def _close_client(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.client.aclose(CLIENT_LINGER_S), CLIENT_LINGER_S + 1)
 
-    async def _upstream_ended(self, s2c: asyncio.Future[str] | None = None) -> Outcome:
-        if s2c is not None:
-            await self._settle(s2c)  # let what the server still writes reach the client first
-        self.client.stop_reading()
-        try:
-            returncode = await asyncio.wait_for(self.server.wait(), self.grace)
-        except TimeoutError:
-            # Its stdout closed but it lingers: do not leave it behind.
-            returncode = await self.server.shutdown(self.grace)
-        await self.server.stderr_done()
-        tail = self._stderr_tail()
-        words = _status_words(returncode)
-        self.emit("process_exit", words, {"returncode": returncode, "stderr_tail": tail})
-        await self._fail_pending(returncode, tail)
-        error = None
-        if returncode != 0:
-            error = f"server {words}" + (": " + " | ".join(tail[-5:]) if tail else "")
-        return Outcome("ok" if returncode == 0 else "error", returncode, error)
+    async def _upstream_ended(self) -> Outcome:
+        self.client.stop_receiving()
+        end = await self._close_server()
+        await self._fail_pending(end)
+        code = end.exit_code
+        if code == 0 or (code is None and end.reason == "closed"):
+            return Outcome("ok", code, None, stopped_by_us=end.stopped_by_us)
+        error = f"the server {status_sentence(code)}"
+        if end.stderr_tail:
+            error += ": " + " | ".join(end.stderr_tail[-5:])
+        return Outcome("error", code, error, stopped_by_us=end.stopped_by_us)
 
-    async def _fail_pending(self, returncode: int | None, tail: list[str]) -> None:
-        pending, self.pending = self.pending, {}
-        words = _status_words(returncode)
-        last = f"; last stderr: {tail[-1]}" if tail else ""
-        for rpc_id, method in pending.items():
-            message = f"mcptape: the MCP server {words} before answering {method or 'this request'}{last}"
-            data = {"exitCode": returncode, "stderr": tail[-5:]}
-            with contextlib.suppress(LinkClosed):
-                await self.inject(
-                    Frame(error_response(rpc_id, CONNECTION_CLOSED, message, data), "s2c", "proxy")
-                )
-
-    async def _client_ended(self, s2c: asyncio.Future[str]) -> Outcome:
+    async def _client_ended(self) -> Outcome:
         self.emit("client_closed", "the client closed the connection")
-        # Closing stdin first lets a well-behaved server finish and flush its last replies.
-        returncode = await self.server.shutdown(self.grace)
-        await self._settle(s2c)
-        await self.server.stderr_done()
-        words = _status_words(returncode)
-        self.emit("process_exit", words, {"returncode": returncode, "stderr_tail": self._stderr_tail()})
-        return Outcome("ok", returncode, None, ended_by="client")
+        end = await self._close_server()
+        return Outcome("closed", end.exit_code, None, ended_by="client", stopped_by_us=end.stopped_by_us)
 
-    async def _interrupted(self, s2c: asyncio.Future[str]) -> Outcome:
-        self.client.stop_reading()
-        returncode = await self.server.shutdown(self.grace)
-        await self._settle(s2c)
-        await self.server.stderr_done()
-        self.emit("process_exit", _status_words(returncode), {"returncode": returncode})
-        return Outcome("interrupted", returncode, f"stopped by {self.stop_reason}", ended_by="signal")
+    async def _interrupted(self) -> Outcome:
+        self.client.stop_receiving()
+        end = await self._close_server()
+        await self._fail_pending(end)
+        return Outcome(
+            "interrupted",
+            end.exit_code,
+            f"stopped by {self.stop_reason}",
+            ended_by="signal",
+            stopped_by_us=True,
+        )
+
+    async def _fail_pending(self, end: LinkEnd) -> None:
+        """Answer every client request the server left unanswered, in a form the client can match."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        if not pending:
+            return
+        tail = list(end.stderr_tail)
+        how = status_sentence(end.exit_code) if end.reason == "exited" else "closed the connection"
+        if self.stop_reason:
+            how = f"was stopped ({self.stop_reason})"
+        last = f"; its last stderr line: {tail[-1]}" if tail else ""
+        data = {"exitCode": end.exit_code, "stderr": tail[-5:]}
+        singles: list[bytes] = []
+        batches: dict[int, list[bytes]] = {}
+        for entries in pending.values():
+            for rpc_id, method, group in entries:
+                message = f"mcptape: the MCP server {how} before answering {method or 'this request'}{last}"
+                answer = error_bytes(rpc_id, CONNECTION_CLOSED, message, data)
+                if group is None:
+                    singles.append(answer)
+                else:
+                    batches.setdefault(group, []).append(answer)
+        answers = singles + [b"[" + b",".join(items) + b"]" for items in batches.values()]
+        for answer in answers:
+            try:
+                await asyncio.wait_for(self.send(Frame(answer, "s2c", "proxy")), CLIENT_LINGER_S)
+            except (LinkClosed, TimeoutError):
+                break
+
+
+async def _gather(waits: list[Awaitable[Any]]) -> None:
+    for wait in waits:
+        await wait
+
+
+async def _settle(side: asyncio.Future[str], timeout: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(side), timeout)

@@ -1,0 +1,126 @@
+"""A flow: one frame on its way through the relay, and what the addons decided about it.
+
+An addon's ``frame`` hook may let the frame pass, replace it, drop it, or answer it:
+
+- ``flow.respond(result)`` / ``flow.respond_error(code, message, data)`` answer a
+  request with its exact id: the answer goes back where the request came from and
+  the request is not forwarded. For a batch, ``flow.respond(result, item=i)`` answers
+  element ``i`` only; the rest of the batch is forwarded as a new batch (a proxy edit,
+  recorded next to the original) and the answers go back as one batch response.
+- ``flow.reply(data)`` sends back any bytes (a pre-built answer).
+- ``flow.replace(data)`` forwards other bytes instead (both are recorded).
+- ``flow.drop()`` forwards nothing.
+
+The recorder records the frame that arrived, what was forwarded instead and what was
+answered; a frame that was not forwarded carries ``meta["forwarded"] = False``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from mcptape.frames import Frame, classify_message, opposite
+
+
+def _dumps(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except TypeError:  # integers beyond 64 bits, in an id
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _id_value(rpc_id_text: str) -> Any:
+    """The id as a JSON value, from its exact text (so 2**64 stays an integer)."""
+    return json.loads(rpc_id_text)
+
+
+def result_bytes(rpc_id_text: str, result: Any) -> bytes:
+    """A JSON-RPC result response for the request whose id is written ``rpc_id_text``."""
+    return _dumps({"jsonrpc": "2.0", "id": _id_value(rpc_id_text), "result": result})
+
+
+def error_bytes(rpc_id_text: str, code: int, message: str, data: Any = None) -> bytes:
+    """A JSON-RPC error response for the request whose id is written ``rpc_id_text``."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return _dumps({"jsonrpc": "2.0", "id": _id_value(rpc_id_text), "error": error})
+
+
+@dataclass
+class Flow:
+    """One frame through the relay. ``injected``: mcptape wrote it (not a peer)."""
+
+    frame: Frame
+    injected: bool = False
+    seq: int | None = None
+    replies: list[Frame] = field(default_factory=list)
+    replacement: Frame | None = None
+    dropped: bool = False
+    held: bool = False
+    _item_answers: dict[int, bytes] = field(default_factory=dict)
+
+    @property
+    def decided(self) -> bool:
+        """Whether an addon answered, dropped or held the frame (later addons are not asked)."""
+        return self.dropped or self.held or bool(self.replies)
+
+    # -- decisions ----------------------------------------------------------------
+
+    def reply(self, data: bytes) -> None:
+        """Answer the frame with ``data``: it goes back to the sender, written by mcptape."""
+        self.replies.append(Frame(data, opposite(self.frame.direction), origin="proxy"))
+
+    def respond(self, result: Any, *, item: int | None = None) -> None:
+        """Answer a request (or batch element ``item``) with a result carrying its exact id."""
+        self._answer(lambda rid: result_bytes(rid, result), item)
+
+    def respond_error(self, code: int, message: str, data: Any = None, *, item: int | None = None) -> None:
+        """Answer a request (or batch element ``item``) with a JSON-RPC error carrying its exact id."""
+        self._answer(lambda rid: error_bytes(rid, code, message, data), item)
+
+    def _answer(self, build: Any, item: int | None) -> None:
+        frame = self.frame
+        if item is None:
+            if frame.kind != "request" or frame.rpc_id is None:
+                raise ValueError(f"only a request can be answered, not a {frame.kind}")
+            self.reply(build(frame.rpc_id))
+            return
+        batch = frame.message
+        if frame.kind != "batch" or not isinstance(batch, list) or not 0 <= item < len(batch):
+            raise ValueError(f"no batch element {item} to answer")
+        c = classify_message(batch[item])
+        if c.kind != "request" or c.rpc_id is None:
+            raise ValueError(f"batch element {item} is a {c.kind}, not a request")
+        self._item_answers[item] = build(c.rpc_id)
+        rest = [m for i, m in enumerate(batch) if i not in self._item_answers]
+        if rest:
+            self.replacement = Frame(_dumps(rest), frame.direction, origin="proxy")
+        else:
+            self.dropped = True
+        self.replies = [
+            Frame(b"[" + b",".join(self._item_answers.values()) + b"]", opposite(frame.direction), "proxy")
+        ]
+
+    def replace(self, data: bytes) -> None:
+        """Forward ``data`` instead of the frame that arrived (both are recorded)."""
+        self.replacement = Frame(data, self.frame.direction, origin="proxy")
+
+    def drop(self) -> None:
+        """Forward nothing."""
+        self.dropped = True
+
+    def hold(self) -> None:
+        """Forward nothing now: the addon will send something itself later (``Relay.send``)."""
+        self.held = True
+
+    @property
+    def outgoing(self) -> Frame | None:
+        """The frame to forward, if any."""
+        if self.dropped or self.held or (self.replies and not self._item_answers):
+            return None
+        return self.replacement if self.replacement is not None else self.frame

@@ -1,0 +1,159 @@
+"""`record` assembled: our stdio as the client link, a spawned server as the upstream, the recorder.
+
+This is the thin imperative shell around the relay for the ``record`` command: it
+starts the server at once, opens the store in the background, installs signal
+handlers, runs the relay and turns the outcome into an exit status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from dataclasses import dataclass
+
+from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
+from mcptape.proxy.link import LinkClosed
+from mcptape.proxy.process import ProcessLink, SpawnError, shell_status
+from mcptape.proxy.recorder import Recorder
+from mcptape.proxy.recording import BackgroundStore, SessionRow
+from mcptape.proxy.relay import Relay
+from mcptape.proxy.stdio import open_stdio_link
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@dataclass
+class RecordPlan:
+    """What ``mcptape record`` was asked to do."""
+
+    argv: list[str]
+    env: dict[str, str] | None
+    cwd: str | None
+    description: str
+    name: str | None
+    db: str | None
+    grace: float = 2.0
+    echo_stderr: bool = True
+    on_store_error: str = "fail"
+
+
+def _say(message: str) -> None:
+    print(f"mcptape: {message}", file=sys.stderr, flush=True)
+
+
+def _redacted(argv: list[str], description: str) -> tuple[list[str], str]:
+    try:
+        from mcptape.redact import redact_argv  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - until the redaction module lands
+        return argv, description
+    safe = list(redact_argv(argv))
+    return safe, description if safe == argv else " ".join(safe)
+
+
+async def run_record(plan: RecordPlan) -> int:
+    """Run one recorded stdio session; returns mcptape's exit status."""
+    safe_argv, description = _redacted(plan.argv, plan.description)
+    recorder = Recorder()
+    session = SessionContext(None, "record", "stdio->stdio", description, plan.name)
+    addons = AddonManager([recorder])
+    row = SessionRow("record", plan.name, "stdio->stdio", description)
+    try:
+        client = open_stdio_link()
+    except LinkClosed as exc:
+        _say(f"error: {exc}")
+        return 2
+    try:
+        server = ProcessLink.spawn(plan.argv, env=plan.env, cwd=plan.cwd, echo_stderr=plan.echo_stderr)
+    except SpawnError as exc:
+        _say(f"error: {exc}")
+        store = BackgroundStore(plan.db, row, recorder).start()
+        recorder.event(session, "error", str(exc), {"argv": safe_argv})
+        recorder.session_end(session, Outcome("error", None, str(exc)))
+        await store.opened()
+        store.finish()
+        return 2
+    store = BackgroundStore(plan.db, row, recorder).start()
+    recorder.event(
+        session, "process_start", description, {"pid": server.pid, "argv": safe_argv, "cwd": plan.cwd}
+    )
+    if _isatty(0):
+        _say(
+            f"recording {description} into {store.where()}. This speaks MCP (JSON-RPC) on stdin/stdout "
+            "and is meant to be started by an MCP client (see `mcptape wrap`); Ctrl-C stops it."
+        )
+    relay = Relay(client, server, addons, session, grace=plan.grace)
+    loop = asyncio.get_running_loop()
+    stopped_by: list[int] = []
+    for signum in SIGNALS:
+
+        def on_signal(signum: int = signum) -> None:
+            stopped_by.append(signum)
+            relay.stop(signal.Signals(signum).name)
+
+        loop.add_signal_handler(signum, on_signal)
+
+    store_failed = asyncio.ensure_future(_watch_store(store, relay, plan.on_store_error))
+    try:
+        outcome = await relay.run()
+    finally:
+        store_failed.cancel()
+        for signum in SIGNALS:
+            loop.remove_signal_handler(signum)
+    ok = await _finish_in_thread(store)
+    code = exit_status(outcome, stopped_by)
+    if store.error and plan.on_store_error == "fail":
+        return 2
+    if not ok and code == 0:
+        _say(f"error: not every frame of this session could be recorded into {store.where()}")
+        return 1
+    return code
+
+
+async def _finish_in_thread(store: BackgroundStore) -> bool:
+    """Close the store on a plain thread (not the loop's executor, which asyncio.run joins)."""
+    import threading
+
+    result: list[bool] = []
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def work() -> None:
+        try:
+            result.append(store.finish())
+        except Exception as exc:
+            _say(f"error: closing the recording database failed: {exc}")
+            result.append(False)
+        finally:
+            loop.call_soon_threadsafe(done.set)
+
+    threading.Thread(target=work, name="mcptape-store-close", daemon=True).start()
+    await done.wait()
+    return result[0]
+
+
+async def _watch_store(store: BackgroundStore, relay: Relay, on_error: str) -> None:
+    await store.opened()
+    if store.error and on_error == "fail":
+        relay.stop("the recording database could not be opened")
+
+
+def _isatty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
+
+
+def exit_status(outcome: Outcome, stopped_by: list[int]) -> int:
+    """Our exit status: see ``mcptape record --help``."""
+    if outcome.ended_by == "signal" and stopped_by:
+        return 128 + stopped_by[0]
+    if outcome.ended_by == "signal":
+        return 2  # stopped for a reason of our own (the store failed)
+    if outcome.exit_code is None:
+        return 0 if outcome.status in ("ok", "closed") else 1
+    if outcome.ended_by == "client" and outcome.stopped_by_us:
+        return 0
+    return shell_status(outcome.exit_code)
