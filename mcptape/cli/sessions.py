@@ -142,7 +142,7 @@ def session_label(store: Store, conn: Any, row: RowMapping) -> str:
     gone = recorder_gone(store, row)
     spoke = True
     code = row["exit_code"]
-    if row["status"] in ("ok", "error") and code is not None and code != 0:
+    if row["status"] in ("ok", "closed", "error") and code is not None and code != 0:
         spoke = server_spoke(conn, row["id"])
     return status_label(
         row["status"], code, server_spoke=spoke, recorder_alive=None if gone is None else not gone
@@ -193,8 +193,9 @@ def sessions(db: str | None, limit: int | None, name: str | None, fmt: str) -> N
     The table shows the short id (what `show` and `export` accept, as does
     any unique prefix, the session name or `last`), the name, the status,
     the local start time, how long the session lasted, its frame count and
-    the upstream (the server's command line). Statuses: running; ok; closed
-    (server exit N: the client left and the server's exit was not 0); failed
+    the upstream (the server's command line). Statuses: running; ok (the
+    server exited 0); closed (the client left; "closed (server exit N)" when
+    the server's exit then was not 0); failed
     (the server exited with an error before sending anything: it did not
     start); error (the server ended the session with status N or signal N);
     interrupted (mcptape was stopped by a signal); lost (still marked

@@ -57,6 +57,7 @@ _READABLE_SETTINGS: Final = frozenset(
     }
 )
 _ALLOWED_ACTIONS: Final = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
+_SCHEMA_TABLES: Final = frozenset({"sqlite_master", "sqlite_temp_master", "sqlite_schema"})
 _DENIED_FUNCTIONS: Final = frozenset({"load_extension"})
 
 
@@ -71,6 +72,10 @@ class QueryStopped(Exception):
 def authorize(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
     """SQLite's authorizer callback: SQLITE_OK for reading, SQLITE_DENY for anything else."""
     if action in _ALLOWED_ACTIONS:
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_UPDATE and arg1 in _SCHEMA_TABLES:
+        # SQLite asks this while it sets up a table-valued pragma (pragma_table_info('x'));
+        # nothing can write here anyway: the file is opened read-only, with query_only on.
         return sqlite3.SQLITE_OK
     if action == sqlite3.SQLITE_FUNCTION:
         return sqlite3.SQLITE_DENY if (arg2 or "").lower() in _DENIED_FUNCTIONS else sqlite3.SQLITE_OK

@@ -1,9 +1,9 @@
 """What a session's status means to a person: the label `sessions` and `show` print.
 
 The store keeps what the recorder wrote: ``running`` until the session ends, then
-``ok`` (the client left, or the server exited 0), ``error`` (the server ended the
-session with a failure) or ``interrupted`` (mcptape was stopped by a signal), with the
-server's exit code. :func:`status_label` says what happened in words a person can
+``closed`` (the client left), ``ok`` (the server exited 0; older recordings also say
+``ok`` when the client left), ``error`` (the server ended the session with a failure)
+or ``interrupted`` (mcptape was stopped by a signal), with the server's exit code. :func:`status_label` says what happened in words a person can
 trust: a server that exited 5 after the client left is ``closed (server exit 5)``, not
 ``ok``; a server that exited non-zero without ever answering is ``failed``; a session
 still marked ``running`` whose recorder is gone (killed, machine rebooted) is ``lost``.
@@ -44,9 +44,10 @@ def status_label(
     if exit_code is None:
         return text
     words = exit_words(exit_code)
-    if status == "ok":
+    if status in ("ok", "closed"):
+        # "closed": the client left; "ok" is what recordings before 0.2 say for that too.
         if exit_code == 0:
-            return "ok"
+            return status
         if not server_spoke and exit_code > 0:
             return f"failed (server {words})"
         return f"closed (server {words})"  # the client left; the server's exit was not 0
