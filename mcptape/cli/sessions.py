@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 # Most useful first: what to type to see it, what it is, how it ended; the long upstream last.
 TABLE_COLUMNS = ["id", "name", "status", "started", "duration", "frames", "upstream"]
-KEEP_WHOLE = ("id", "started", "duration", "frames")  # a narrow terminal cuts the others
+KEEP_WHOLE = ("id", "started", "duration", "frames")
+SHRINK_FIRST = ("upstream", "name")  # a narrow terminal cuts these first, then the status
 DATA_COLUMNS = [
     "id", "name", "mode", "transport", "upstream", "started", "ended", "duration_s",
     "frames", "status", "exit_code", "protocol_version", "client", "server",
