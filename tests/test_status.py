@@ -101,13 +101,13 @@ def test_a_server_exiting_5_after_the_client_left_is_closed_not_ok(db_path: Path
 
 
 def test_a_server_that_failed_to_start_is_failed_not_ok(db_path: Path) -> None:
-    proc = subprocess.run(
+    # mcptape's own exit status is the relay's business; what this checks is the label.
+    subprocess.run(
         [*MCPTAPE, "record", "--db", str(db_path), "--", *FAILS_AT_ONCE],
         input=b"",
         capture_output=True,
         timeout=60,
     )
-    assert proc.returncode != 0 or True  # the exit status is the relay's business; the label is ours
     table, _, header = statuses(db_path)
     assert "failed (server exit 1)" in table and header.endswith(" · failed (server exit 1)")
 
