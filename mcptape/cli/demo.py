@@ -137,13 +137,16 @@ def suggestions(prog: str, hint: str) -> list[tuple[str, str]]:
 
 def invocation() -> list[str]:
     """How to run this mcptape from here, as short as works: ``mcptape`` when that is on PATH
-    and is this one, else the console script's path (relative under the current directory,
-    e.g. ``.venv/bin/mcptape``), else ``python -m mcptape``."""
+    and is this one, else the console script as it was typed or installed (relative under the
+    current directory, e.g. ``.venv/bin/mcptape``), else ``python -m mcptape``."""
     import shutil
 
     from mcptape.wrapping import mcptape_launcher
 
-    launcher = mcptape_launcher()
+    typed = (
+        sys.argv[0] if os.path.basename(sys.argv[0]) == "mcptape" and os.path.isfile(sys.argv[0]) else None
+    )
+    launcher = [typed] if typed else mcptape_launcher()
     on_path = shutil.which("mcptape")
     if len(launcher) == 1 and on_path and os.path.realpath(on_path) == os.path.realpath(launcher[0]):
         return ["mcptape"]
@@ -151,7 +154,7 @@ def invocation() -> list[str]:
 
 
 def _shortest(path: str) -> str:
-    relative = os.path.relpath(path)
+    relative = os.path.relpath(os.path.abspath(path))
     # A relative path needs a slash, or the shell would look the name up on PATH.
     return relative if not relative.startswith("..") and os.sep in relative else path
 
