@@ -98,7 +98,7 @@ def test_timeline_summaries_say_what_each_message_carries() -> None:
     assert "1/3 (token 13)" in summaries
     assert any(s.startswith("info everything-server: Roots") for s in summaries)
     assert "acc-model: canned-from-client" in summaries
-    assert "1 roots: file:///tmp/acc-root" in summaries
+    assert "1 root: file:///tmp/acc-root" in summaries
 
 
 def test_error_and_malformed_and_proxy_frames_are_summarised() -> None:
