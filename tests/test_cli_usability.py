@@ -221,3 +221,17 @@ def test_sessions_at_80_columns_keeps_ids_names_and_status_whole(corpus: Path) -
         ["everything-py", "ok"],
         ["everything-ts", "ok"],
     ]
+
+
+def test_the_double_dash_hint_skips_the_arguments_that_come_before_the_command() -> None:
+    import click
+
+    @click.command()
+    @click.argument("session")
+    @click.option("--timeout", type=float)
+    @click.argument("command", nargs=-1)
+    def replay(session: str, timeout: float | None, command: tuple[str, ...]) -> None:
+        """A command shaped like `replay SESSION -- COMMAND`."""
+
+    assert command_start(replay, ["last", "--timeout", "3", "npx", "-y"]) == 3
+    assert command_start(replay, ["last"]) is None

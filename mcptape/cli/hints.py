@@ -28,15 +28,19 @@ def takes_a_command(command: click.Command) -> bool:
 
 def command_start(command: click.Command, args: Sequence[str]) -> int | None:
     """Where the server's command begins in ``args`` (what followed the subcommand's name):
-    the first word that is neither one of ``command``'s options nor an option's value."""
+    the first word that is neither one of ``command``'s options, nor an option's value, nor
+    one of the arguments it takes before the command (``replay SESSION -- COMMAND``)."""
     takes_value: set[str] = set()
     known: set[str] = set()
+    fixed = 0  # positional arguments before the command
     for param in command.params:
         if isinstance(param, click.Option):
             names = [*param.opts, *param.secondary_opts]
             known.update(names)
             if not param.is_flag and not param.count:
                 takes_value.update(param.opts)
+        elif isinstance(param, click.Argument) and param.nargs > 0 and not _is_variadic_seen(command, param):
+            fixed += param.nargs
     skip = False
     for index, word in enumerate(args):
         if skip:
@@ -50,8 +54,18 @@ def command_start(command: click.Command, args: Sequence[str]) -> int | None:
                 return None  # the unknown option comes before any command word
             skip = name in takes_value and "=" not in word
             continue
+        if fixed:
+            fixed -= 1
+            continue
         return index
     return None
+
+
+def _is_variadic_seen(command: click.Command, param: click.Argument) -> bool:
+    """Whether ``param`` comes after the command's variadic argument (then it is not before it)."""
+    arguments = [p for p in command.params if isinstance(p, click.Argument)]
+    variadic = next((i for i, p in enumerate(arguments) if p.nargs == -1), len(arguments))
+    return arguments.index(param) > variadic
 
 
 def double_dash_hint(command: click.Command, args: Sequence[str], option: str) -> str:
