@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,10 @@ from click.testing import CliRunner
 
 from mcptape.cli.main import cli
 from mcptape.cli.sql_sandbox import Budget, QueryStopped, authorize
+from mcptape.store import open_store
 from tests.cli_errors import assert_one_line_error
 from tests.conftest import MCPTAPE
+from tests.postgres import Postgres, private_server
 from tests.test_cli_read import SESSIONS, load_corpus
 
 BASE = 1_700_000_000.0
@@ -176,3 +179,38 @@ def test_even_a_schema_write_is_refused_by_the_file_itself(rec: Path) -> None:
     proc = sql(rec, "update sqlite_master set sql = 'x' where name = 'frames'")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert sql(rec, "select count(*) as n from frames", "--nl").stdout == '{"n":47}\n'
+
+
+# -- PostgreSQL -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[Postgres]:
+    with private_server() as server:
+        yield server
+
+
+def test_on_postgresql_rows_stream_and_the_time_limit_covers_printing(postgres: Postgres) -> None:
+    url = postgres.url(postgres.create_database())
+    open_store(url).close()  # the tables, so the database is a recording
+    proc = subprocess.run(
+        [
+            *MCPTAPE,
+            "sql",
+            "--db",
+            url,
+            "select a, b, repeat('x', 100) from generate_series(1, 20000) a, generate_series(1, 20000) b",
+            "--nl",
+            "--timeout",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert_one_line_error(proc, "time limit of 2 s")
+    assert proc.stdout.count("\n") > 1000  # rows were printed as they came, not held back
+    refused = subprocess.run(
+        [*MCPTAPE, "sql", "--db", url, "delete from frames"], capture_output=True, text=True, timeout=60
+    )
+    assert_one_line_error(refused, "read-only")

@@ -141,11 +141,13 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
 
     if not query.strip():
         raise UserError('the query is empty: give one SQL statement, e.g. "select * from sessions"')
-    budget = Budget(timeout)
     try:
         store = open_store(db, create=False, readonly=True)
     except StoreError as exc:
         raise UserError(str(exc)) from None
+    # The clock starts with the query (opening a database is not the query's doing) and runs
+    # until its last row is printed.
+    budget = Budget(timeout)
     try:
         if store.path is not None:
             _run_sqlite(store.path, store.where, query, budget, fmt)
