@@ -37,7 +37,9 @@ class DemoFailed(click.ClickException):
     exit_code = 1
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"mcptape: error: {self.format_message()}", err=True)
+        from mcptape.cli.safe_text import safe
+
+        click.echo(f"mcptape: error: {safe(self.format_message())}", err=True)
 
 
 @click.command()

@@ -147,7 +147,11 @@ class Budget:
         def on_sigint(_signum: int, _frame: FrameType | None) -> None:
             self.interrupted = True
 
-        previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            previous = signal.signal(signal.SIGINT, on_sigint)
+        except ValueError:  # not the main thread: Ctrl-C is not ours to take
+            yield
+            return
         try:
             yield
         finally:
