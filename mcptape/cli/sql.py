@@ -84,8 +84,8 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
     pragma settings and load_extension are refused (on PostgreSQL it runs in a
     read-only transaction). The command stops when the query and the printing
     of its rows take longer than --timeout seconds, when one value is over 65
-    MiB or a --table result over 128 MiB (--nl and --csv stream any size), and
-    on Ctrl-C (exit status 130). Times are seconds since the Unix
+    MiB or a --table result over 128 MiB (--json, --nl and --csv stream any
+    size), and on Ctrl-C (exit status 130). Times are seconds since the Unix
     epoch: datetime(ts, 'unixepoch', 'localtime') turns them into dates on
     SQLite, to_timestamp(ts) on PostgreSQL. Frame ids (rpc_id) are JSON
     text: 1 and "1" differ.

@@ -113,7 +113,7 @@ class Budget:
             return QueryStopped(
                 reason,
                 f"the result is over {self.max_table_bytes >> 20} MiB, more than a table can hold; "
-                "narrow the query (WHERE, LIMIT, fewer columns) or use --nl or --csv, which stream",
+                "narrow the query (WHERE, LIMIT, fewer columns) or use --json, --nl or --csv, which stream",
             )
         return QueryStopped(
             reason,
