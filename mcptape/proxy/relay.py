@@ -40,7 +40,7 @@ from typing import Any
 
 import orjson
 
-from mcptape.frames import Direction, Frame, classify_message, id_key, opposite
+from mcptape.frames import Direction, Frame, classify_batch, id_key, opposite
 from mcptape.proxy.addons import AddonManager, Flow, Outcome, SessionContext
 from mcptape.proxy.flow import error_bytes
 from mcptape.proxy.link import Link, LinkClosed, LinkEnd
@@ -164,8 +164,7 @@ class Relay:
                     )
                 elif kind == "batch":
                     group = next(self._batch_ids)
-                    for item in frame.message or ():
-                        c = classify_message(item)
+                    for c in classify_batch(frame.data):
                         if c.kind == "request" and c.rpc_id is not None:
                             self._pending.setdefault(id_key(c.rpc_id), []).append(
                                 (c.rpc_id, c.method or "", group)
@@ -173,8 +172,7 @@ class Relay:
             elif kind in ("response", "error") and frame.rpc_id is not None:
                 self._answered(frame.rpc_id)
             elif kind == "batch":
-                for item in frame.message or ():
-                    c = classify_message(item)
+                for c in classify_batch(frame.data):
                     if c.kind in ("response", "error") and c.rpc_id is not None:
                         self._answered(c.rpc_id)
 
