@@ -125,6 +125,9 @@ def test_every_readme_command_works_as_printed_on_a_fresh_checkout(tmp_path: Pat
             continue
         proc = checkout.run(command, activated=True)
         assert proc.returncode == 0, (command, proc.stderr)
+        if "count(*) as n from exchanges" in command:  # --csv: every method named, no blank row
+            rows = proc.stdout.splitlines()[1:]
+            assert rows and not [row for row in rows if row.startswith(",")], proc.stdout
         ran.append(command.split()[1])
     assert {"wrap", "unwrap", "sessions", "show", "export", "sql"} <= set(ran)
     assert checkout.config.read_bytes() == original  # wrap, then unwrap: as it was
