@@ -22,7 +22,8 @@ TOOL_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("fail", {"reason": "on purpose"}),
 ]
 
-# Portable SQL: PostgreSQL has no round(double precision, integer), so round to 0.01 ms by hand.
+# Portable SQL: stock PostgreSQL has no round(double precision, integer) (mcptape's migration
+# 0003 adds one); rounding to 0.01 ms by hand works on any database and any SQL tool.
 TOOL_CALLS_SQL = (
     "select tool, is_error, round(latency_ms * 100) / 100 as latency_ms from tool_calls"
     " where session_id = (select id from sessions where name = 'demo' order by started_at desc limit 1)"
