@@ -178,13 +178,13 @@ def frame_json(frame: StoredFrame) -> dict[str, Any]:
         "origin": frame.origin,
         "kind": frame.kind,
         "method": frame.method,
-        "id": orjson.loads(frame.rpc_id) if frame.rpc_id is not None else None,
+        "id": orjson.Fragment(frame.rpc_id) if frame.rpc_id is not None else None,  # exact, 2**64 too
         "size": frame.size,
         "meta": frame.meta_dict(),
     }
-    message = frame.message() if frame.kind != "malformed" else None
-    if message is not None:
-        obj["message"] = message
+    if frame.kind != "malformed" and frame.message() is not None:
+        # The message as written (ids and numbers beyond 64 bits stay exact), not re-encoded.
+        obj["message"] = orjson.Fragment(frame.text)
     else:
         obj["text"] = frame.text
     if frame.raw is not None:
