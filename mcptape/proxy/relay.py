@@ -125,10 +125,10 @@ class Relay:
 
     def deliver(self, frame: Frame) -> Awaitable[Any] | None:
         """Take a frame a link received (any thread); None, or an awaitable to wait on first."""
-        if frame.direction == "s2c" or frame.direction == "c2s":
-            own = self._own_reply(frame) if self._own else None
+        if self._own and frame.kind in ("response", "error"):
+            own = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
             if own is not None:
-                return own
+                return self._own_reply(frame, *own)
         flow = Flow(frame)
         return _chain(self.addons.run_frame(flow), lambda: self._forward(flow))
 
@@ -233,13 +233,10 @@ class Relay:
         finally:
             self._own.pop(key, None)
 
-    def _own_reply(self, frame: Frame) -> Awaitable[Any] | None:
-        if frame.kind not in ("response", "error") or frame.rpc_id is None:
-            return None
-        entry = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
-        if entry is None:
-            return None
-        loop, future = entry
+    def _own_reply(
+        self, frame: Frame, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Frame]
+    ) -> Awaitable[Any] | None:
+        """A reply to :meth:`request`: recorded, handed to the caller, never forwarded."""
         frame.meta = {**(frame.meta or {}), "forwarded": False}
 
         def settle() -> None:

@@ -268,6 +268,12 @@ def open_stdio_link() -> FdLink:
     closed stdin or stdout (started with ``<&-`` or ``>&-``) is an error the caller
     reports, not a traceback.
     """
+    # Python leaves sys.stdin/sys.stdout None when the descriptor was closed at start
+    # (and fd 0 may since have been reused by a file opened during imports).
+    if sys.stdin is None:
+        raise LinkClosed("standard input is closed: an MCP client must be attached to it")
+    if sys.stdout is None:
+        raise LinkClosed("standard output is closed: an MCP client must be attached to it")
     try:
         in_fd = os.dup(0)
     except OSError as exc:
@@ -283,7 +289,6 @@ def open_stdio_link() -> FdLink:
     for fd in (in_fd, out_fd):
         with contextlib.suppress(OSError):
             os.set_blocking(fd, True)
-    if sys.stdout is not None:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
     return FdLink(in_fd, out_fd, "c2s", "client")
