@@ -8,7 +8,9 @@ there are no prompts (the capability is not advertised), and the tools are
   array, object, string parameters; output schema given);
 - ``fail``: a result with ``isError: true`` and the text ``"it failed"``;
 - ``bad-output``: structured content that breaks its own output schema;
-- ``log``: sends one log message at each level it is given, then answers.
+- ``log``: sends one log message at each level it is given, then answers;
+- ``ask``: (before 2026-07-28) asks the client for its roots, a sampling and an
+  elicitation, whatever the client declared, and reports each answer as a line.
 
 Run: ``python tests/servers/paged.py`` (stdio).
 """
@@ -68,6 +70,9 @@ TOOLS = [
         input_schema={"type": "object", "properties": {"levels": {"type": "array"}}},
     ),
 ]
+TOOLS.append(
+    types.Tool(name="ask", description="Ask the client three things.", input_schema={"type": "object"})
+)
 RESOURCES = [types.Resource(uri=f"test://item/{i}", name=f"item-{i}") for i in range(5)]
 
 
@@ -96,7 +101,36 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         for level in arguments.get("levels", []):
             await ctx.session.send_log_message(level=level, data=f"a {level} message", logger="paged")
         return types.CallToolResult(content=[types.TextContent(type="text", text="logged")])
+    if params.name == "ask":
+        return types.CallToolResult(content=[types.TextContent(type="text", text=await _ask(ctx))])
     raise ValueError(f"unknown tool {params.name}")
+
+
+async def _ask(ctx: Any) -> str:
+    lines = []
+    asks = [
+        ("roots", lambda: ctx.session.list_roots()),
+        (
+            "sampling",
+            lambda: ctx.session.create_message(
+                [types.SamplingMessage(role="user", content=types.TextContent(type="text", text="hi"))],
+                max_tokens=5,
+            ),
+        ),
+        (
+            "elicitation",
+            lambda: ctx.session.elicit(
+                "name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+            ),
+        ),
+    ]
+    for name, ask in asks:
+        try:
+            answer = await ask()
+            lines.append(f"{name}: {answer.model_dump_json(by_alias=True, exclude_none=True)}")
+        except Exception as exc:
+            lines.append(f"{name}: error {exc}")
+    return "\n".join(lines)
 
 
 async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
