@@ -17,6 +17,7 @@ from mcptape import __version__
 # name -> "module:attribute"; the order is the order `--help` lists them in.
 COMMANDS: dict[str, str] = {
     "record": "mcptape.cli.record:record",
+    "call": "mcptape.cli.call:call",
     "sessions": "mcptape.cli.sessions:sessions",
     "show": "mcptape.cli.show:show",
     "sql": "mcptape.cli.sql:sql",
