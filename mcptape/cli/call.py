@@ -113,7 +113,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     show_default=True,
     type=click.FloatRange(min=0),
     metavar="S",
-    help="Limit for the whole operation (exit 124); with --follow, how long to follow.",
+    help="Limit for the whole operation (exit 124); with --follow, how long to follow once the method or script is done.",
 )
 @click.option(
     "--connect-timeout",

@@ -97,6 +97,7 @@ class Runner:
         self.session = CallSession(plan.target, options)
         self.outcomes: list[StepOutcome] = []
         self._follow_tasks: set[asyncio.Task[None]] = set()
+        self._following = False
 
     def say(self, text: str) -> None:
         print(f"mcptape: {text}", file=self.err, flush=True)
@@ -193,7 +194,7 @@ class Runner:
         started = time.monotonic()
         fatal: ClientError | None = None
         try:
-            async with asyncio.timeout(plan.timeout):
+            async with asyncio.timeout(plan.timeout) as limit:
                 try:
                     await self.session.open()
                     if plan.script:
@@ -208,11 +209,14 @@ class Runner:
                                     {"method": self.outcomes[0].method, "result": self.outcomes[0].result},
                                 )
                             )
+                        self._following = True
+                        # --timeout is how long to follow, from now.
+                        limit.reschedule(asyncio.get_running_loop().time() + plan.timeout)
                         await self._follow()
                 except ClientError as exc:
                     fatal = exc
         except TimeoutError:
-            if not plan.follow:
+            if not self._following:
                 fatal = ClientTimeout(f"the operation did not finish within --timeout {plan.timeout:g} s")
         except Exception as exc:  # a bug must still end with an envelope and a recorded session
             fatal = error_of(exc)
