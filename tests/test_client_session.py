@@ -96,3 +96,38 @@ def test_a_command_that_does_not_exist_is_a_connect_error(tmp_path: Path) -> Non
 
     with pytest.raises(ConnectError, match="not found"):
         asyncio.run(main())
+
+
+FIRST_SEND_PROBE = """
+import sys
+from mcptape.proxy.process import ProcessLink
+original = ProcessLink.send
+def send(self, frame):
+    if not getattr(ProcessLink, "probed", False):
+        ProcessLink.probed = True
+        heavy = sorted(name for name in ("mcp", "sqlalchemy", "alembic", "aiohttp", "jsonschema") if name in sys.modules)
+        print("heavy modules at the first request:", ",".join(heavy) or "none", file=sys.stderr, flush=True)
+    return original(self, frame)
+ProcessLink.send = send
+from mcptape.cli.main import main
+main(sys.argv[1:])
+"""
+
+
+def test_nothing_heavy_is_imported_before_the_first_request_is_sent(tmp_path: Path) -> None:
+    import subprocess
+
+    argv = [
+        sys.executable,
+        "-c",
+        FIRST_SEND_PROBE,
+        "call",
+        "-m",
+        "tools/list",
+        "--db",
+        str(tmp_path / "r.db"),
+    ]
+    proc = subprocess.run([*argv, "--", *PAGED], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "heavy modules at the first request: none" in proc.stderr
+    assert (tmp_path / "r.db").exists()  # and the session was recorded all the same

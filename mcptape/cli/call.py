@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -296,7 +297,12 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
         timeout=opts["timeout"],
         verbose=opts["verbose"],
     )
-    sys.exit(run(plan))
+    status = run(plan)
+    # Everything is written and the server is gone: skip the interpreter's teardown, which
+    # with SQLAlchemy loaded costs a CI job about half a second per call.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def _read_script(path: str) -> str:
