@@ -138,8 +138,10 @@ def test_respond_answers_with_the_exact_id_and_does_not_forward() -> None:
 
     async def scenario() -> None:
         _, client, server, task = await _started([Answer()])
-        await server.peer.send(b'{"jsonrpc":"2.0","id":4.0,"method":"roots/list"}')
-        assert await server.peer.next() == b'{"jsonrpc":"2.0","id":4.0,"result":{"roots":[]}}'
+        await server.peer.send(b'{"jsonrpc":"2.0","id":18446744073709551617,"method":"roots/list"}')
+        assert (
+            await server.peer.next() == b'{"jsonrpc":"2.0","id":18446744073709551617,"result":{"roots":[]}}'
+        )
         assert client.peer.received == []
         client.peer.close()
         await task

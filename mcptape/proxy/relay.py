@@ -40,22 +40,11 @@ from typing import Any
 
 import orjson
 
-from mcptape.frames import Direction, Frame, classify_message, opposite
+from mcptape.frames import Direction, Frame, classify_message, id_key, opposite
 from mcptape.proxy.addons import AddonManager, Flow, Outcome, SessionContext
 from mcptape.proxy.flow import error_bytes
 from mcptape.proxy.link import Link, LinkClosed, LinkEnd
 from mcptape.proxy.process import status_sentence
-
-try:  # correlation key: ids peers consider equal (1 and 1.0) share one
-    from mcptape.frames import id_key  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - until frames.id_key lands
-
-    def id_key(rpc_id_text: str) -> str:
-        value = orjson.loads(rpc_id_text) if rpc_id_text[:1] != '"' else None
-        if isinstance(value, float) and value.is_integer():
-            return str(int(value))
-        return rpc_id_text
-
 
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
 CONNECTION_CLOSED = -32000
