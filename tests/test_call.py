@@ -218,16 +218,16 @@ def test_progress_keeps_a_long_call_alive_past_the_request_timeout() -> None:
         "--tool-name",
         "trigger-long-running-operation",
         "--tool-args",
-        '{"duration": 2, "steps": 4}',
+        '{"duration": 4, "steps": 8}',  # a progress notification every 0.5 s for 4 s
         "--request-timeout",
-        "1",
+        "2",
         "--structured",
         server=everything(),
     )
     assert proc.returncode == 0, proc.stderr
     envelope = out(proc)
     assert envelope["success"] is True
-    assert [n["method"] for n in envelope["notifications"]].count("notifications/progress") == 4
+    assert [n["method"] for n in envelope["notifications"]].count("notifications/progress") == 8
 
 
 def test_logs_go_to_stderr_and_into_the_envelope() -> None:
