@@ -165,9 +165,9 @@ def _json_option(value: str | None, flag: str) -> Any:
 @click.option("--url", metavar="URL", help="A remote server (streamable HTTP or SSE).")
 @click.option(
     "--transport",
-    type=click.Choice(["http", "sse"]),
+    type=click.Choice(["http", "sse", "auto"]),
     default=None,
-    help="With --url: streamable HTTP (default) or legacy SSE.",
+    help="With --url: streamable HTTP, legacy SSE, or auto (HTTP first, SSE when refused; the default).",
 )
 @click.option(
     "--header", "headers", multiple=True, metavar="'K: V'", help="With --url: an HTTP header. Repeatable."
@@ -327,6 +327,36 @@ def _headers(opts: dict[str, Any]) -> dict[str, str]:
     return headers
 
 
+def _remote_target(
+    url: str, spec: Any, headers: dict[str, str], opts: dict[str, Any], name: str | None
+) -> Any:
+    """A streamable HTTP or SSE server; flags override the config entry."""
+    import importlib.util
+
+    from mcptape.client.session import Target
+
+    if importlib.util.find_spec("mcptape.proxy.http") is None:
+        raise CallUsageError(
+            f"{url}: calling a remote server needs the HTTP/SSE upstream links, which this build "
+            "of mcptape does not have yet; use a stdio server (-- COMMAND)"
+        )
+    if not url.startswith(("http://", "https://")):
+        raise CallUsageError(f"--url {url!r} is not an http:// or https:// URL")
+    merged = dict(spec.headers or {}) if spec is not None else {}
+    if merged:
+        from mcptape.proxy.http.headers import HeaderError, expand_headers  # type: ignore[import-not-found,unused-ignore]
+
+        try:
+            merged = expand_headers(merged)
+        except HeaderError as exc:
+            raise CallUsageError(f"upstream {name!r}: {exc}") from None
+    merged.update(headers)
+    transport = opts["transport"] or (spec.transport if spec is not None else None) or "auto"
+    from mcptape.redact import redact_url
+
+    return Target(redact_url(url), url=url, transport=transport, headers=merged, name=opts["name"] or name)
+
+
 def _target(command: tuple[str, ...], opts: dict[str, Any]) -> Any:
     import shlex
 
@@ -351,14 +381,7 @@ def _target(command: tuple[str, ...], opts: dict[str, Any]) -> Any:
             raise CallUsageError(str(exc)) from None
     url = opts["url"] or (spec.url if spec is not None else None)
     if url is not None:
-        # Flags override the config entry.
-        transport = opts["transport"] or (spec.transport if spec is not None else "http")
-        merged = {**((spec.headers or {}) if spec is not None else {}), **headers}
-        del merged  # kept for when the HTTP links exist
-        raise CallUsageError(
-            f"{url}: calling a remote server ({transport}) needs the HTTP/SSE upstream links, "
-            "which this build of mcptape does not have yet; use a stdio server (-- COMMAND)"
-        )
+        return _remote_target(url, spec, headers, opts, name)
     if opts["transport"] or headers:
         raise CallUsageError("--transport, --header and --token go with --url")
     if spec is not None:

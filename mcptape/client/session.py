@@ -126,6 +126,8 @@ class CallSession:
         opener = self.options.upstream_opener
         if opener is not None:
             return await opener(self.target)
+        if self.target.url is not None:
+            return await self._open_remote(self.target.url)
         if self.target.argv is None:
             raise ConnectError(f"no way to reach {self.target.description}")
         from mcptape.proxy.process import ProcessLink, SpawnError
@@ -139,6 +141,23 @@ class CallSession:
             )
         except SpawnError as exc:
             raise ConnectError(str(exc)) from exc
+
+    async def _open_remote(self, url: str) -> Link:
+        """A TCP connection first (what the retries are for), then the HTTP or SSE link."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConnectError(f"{url} is not an http:// or https:// URL")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        _, writer = await asyncio.open_connection(parts.hostname, port)
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        from mcptape.proxy.http.upstream import remote_link  # type: ignore[import-not-found,unused-ignore]
+
+        link: Link = remote_link(url, self.target.transport, self.target.headers)
+        return link
 
     async def __aenter__(self) -> CallSession:
         await self.open()
