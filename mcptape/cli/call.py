@@ -167,7 +167,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     "--transport",
     type=click.Choice(["http", "sse", "auto"]),
     default=None,
-    help="With --url: streamable HTTP, legacy SSE, or auto (HTTP first, SSE when refused; the default).",
+    help="With --url: streamable HTTP (the default), legacy SSE, or auto (HTTP, then SSE when the first POST is refused).",
 )
 @click.option(
     "--header", "headers", multiple=True, metavar="'K: V'", help="With --url: an HTTP header. Repeatable."
@@ -351,7 +351,7 @@ def _remote_target(
         except HeaderError as exc:
             raise CallUsageError(f"upstream {name!r}: {exc}") from None
     merged.update(headers)
-    transport = opts["transport"] or (spec.transport if spec is not None else None) or "auto"
+    transport = opts["transport"] or (spec.transport if spec is not None else None) or "http"
     from mcptape.redact import redact_url
 
     return Target(redact_url(url), url=url, transport=transport, headers=merged, name=opts["name"] or name)

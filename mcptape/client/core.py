@@ -33,6 +33,7 @@ import orjson
 from mcptape.client.errors import (
     ClientError,
     ConnectionLost,
+    HttpError,
     ProtocolError,
     RequestTimeout,
     server_error,
@@ -219,7 +220,11 @@ class ClientCore:
         if "error" in message:
             error = message["error"]
             if from_relay and isinstance(error, dict) and error.get("code") == CONNECTION_CLOSED:
-                entry.future.set_exception(ConnectionLost(str(error.get("message")), data=error.get("data")))
+                data = error.get("data")
+                # An HTTP link answers a request the server refused at the HTTP level this way too.
+                http = isinstance(data, dict) and isinstance(data.get("status"), int)
+                cls = HttpError if http else ConnectionLost
+                entry.future.set_exception(cls(str(error.get("message")), data=data))
             else:
                 entry.future.set_exception(server_error(error))
         elif "result" in message:

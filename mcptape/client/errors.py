@@ -8,7 +8,8 @@ prints and the exit status ``mcptape call`` ends with::
      └── ClientError
           ├── TransportError            transport    exit 1
           │    ├── ConnectError           the server could not be started or reached
-          │    └── ConnectionLost         the server went away before answering
+          │    ├── ConnectionLost         the server went away before answering
+          │    └── HttpError              an HTTP error status instead of a JSON-RPC answer
           ├── CapabilityError           capability   exit 1   the server did not advertise it
           ├── ProtocolError             protocol     exit 1   a reply that is not MCP, a failed handshake
           │    └── ServerProtocolError    protocol     exit 2   JSON-RPC error -32700..-32600 from the server
@@ -63,6 +64,15 @@ class ConnectError(TransportError):
 
 class ConnectionLost(TransportError):
     """The server went away (exited, closed the connection) before answering."""
+
+
+class HttpError(TransportError):
+    """A remote server answered a request with an HTTP error status (``data["status"]``), no JSON-RPC."""
+
+    @property
+    def status(self) -> int | None:
+        status = self.data.get("status") if isinstance(self.data, dict) else None
+        return status if isinstance(status, int) else None
 
 
 class CapabilityError(ClientError):

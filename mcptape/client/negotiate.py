@@ -3,8 +3,10 @@
 ``auto`` (the default) does what the SDKs do: probe ``server/discover`` at the newest
 modern revision; a server that answers it with a modern version in ``supportedVersions``
 is spoken to in that revision (every request then carries the protocol version, the
-client's info and capabilities in ``params._meta``); any JSON-RPC error means an older
-server, which gets ``initialize`` and ``notifications/initialized``. A forced
+client's info and capabilities in ``params._meta``); any JSON-RPC error (or an HTTP 4xx
+other than 401/403, which older streamable HTTP servers answer a first request that is
+not ``initialize`` with) means an older server, which gets ``initialize`` and
+``notifications/initialized``. A forced
 ``--protocol-version`` skips the probe.
 """
 
@@ -15,7 +17,7 @@ from typing import Any
 
 from mcptape import __version__
 from mcptape.client.core import ClientCore
-from mcptape.client.errors import ApplicationError, ProtocolError, ValidationError
+from mcptape.client.errors import ApplicationError, HttpError, ProtocolError, ValidationError
 
 MODERN_VERSIONS = ("2026-07-28",)
 HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -67,8 +69,13 @@ async def negotiate(
     if version is None:
         try:
             return await _discover(core, capabilities, MODERN_VERSIONS[0])
-        except (ApplicationError, ProtocolError) as exc:
+        except (ApplicationError, ProtocolError, HttpError) as exc:
             if isinstance(exc, ProtocolError) and exc.code is None:
+                raise
+            # An older streamable HTTP server refuses a first POST that is not initialize.
+            if isinstance(exc, HttpError) and (
+                exc.status is None or exc.status in (401, 403) or exc.status >= 500
+            ):
                 raise
             core.meta = None  # an older server: the handshake
     return await _initialize(core, capabilities, version or LATEST_HANDSHAKE)
