@@ -32,14 +32,15 @@ from mcptape.proxy.link import MemoryLink
 Script = Callable[[MemoryLink, dict[str, Any]], Awaitable[None]]
 
 
-async def _serve(link: MemoryLink, script: Script) -> None:
-    """Answer the handshake, then hand every other message to ``script``."""
+async def _serve(link: MemoryLink, script: Script, hello_delay: float = 0.0) -> None:
+    """Answer the handshake (after ``hello_delay``), then hand every other message to ``script``."""
     while True:
         try:
             message = orjson.loads(await link.peer.next(timeout=10))
         except TimeoutError:
             return
         if message.get("method") == "initialize":
+            await asyncio.sleep(hello_delay)
             result = {
                 "protocolVersion": "2025-11-25",
                 "capabilities": {"tools": {}},
@@ -53,7 +54,7 @@ async def _serve(link: MemoryLink, script: Script) -> None:
 
 
 def _session(
-    script: Script, **options: Any
+    script: Script, hello_delay: float = 0.0, **options: Any
 ) -> tuple[CallSession, list[dict[str, Any]], list[asyncio.Task[None]]]:
     seen: list[dict[str, Any]] = []
     tasks: list[asyncio.Task[None]] = []
@@ -64,7 +65,7 @@ def _session(
         await script(link, message)
 
     async def opener(target: Target) -> MemoryLink:
-        tasks.append(asyncio.ensure_future(_serve(server, recording_script)))
+        tasks.append(asyncio.ensure_future(_serve(server, recording_script, hello_delay)))
         return server
 
     opts = SessionOptions(record=False, protocol_version="2025-11-25", upstream_opener=opener, **options)
@@ -131,6 +132,20 @@ def test_progress_notifications_reset_the_request_timeout_and_silence_cancels() 
         cancels = [m for m in seen if m.get("method") == "notifications/cancelled"]
         assert cancels and cancels[0]["params"]["requestId"] == 3
         assert len(session.core.notifications) == 4
+
+    asyncio.run(main())
+
+
+def test_the_handshake_is_bounded_by_the_connect_timeout_not_the_request_timeout() -> None:
+    async def script(link: MemoryLink, message: dict[str, Any]) -> None:
+        await _reply(link, message["id"], {})
+
+    async def main() -> None:
+        # A server that starts slowly (node under load) must not fail the request timeout.
+        session, _, _ = _session(script, hello_delay=0.5, timeouts=Timeouts(connect=5, request=0.2))
+        async with session:
+            assert session.hello is not None and session.hello.protocol_version == "2025-11-25"
+            assert await session.core.request("ping") == {}
 
     asyncio.run(main())
 

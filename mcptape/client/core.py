@@ -152,8 +152,13 @@ class ClientCore:
         out["_meta"] = meta
         return out
 
-    async def request(self, method: str, params: Any = None, *, progress: bool = False) -> Any:
-        """Send a request and return its result; raises a :class:`ClientError` on anything else."""
+    async def request(
+        self, method: str, params: Any = None, *, progress: bool = False, limit: float | None = None
+    ) -> Any:
+        """Send a request and return its result; raises a :class:`ClientError` on anything else.
+
+        ``limit`` replaces both request timeouts (the handshake is bounded by the connect timeout).
+        """
         if self.lost is not None:
             raise ConnectionLost(self.lost)
         rid = next(self._ids)
@@ -166,14 +171,14 @@ class ClientCore:
         now = time.monotonic()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         entry = self._pending[key] = _Pending(method, future, now, now, token)
+        limits = self.timeouts if limit is None else Timeouts(self.timeouts.connect, limit, limit)
         try:
             await self.send(orjson.dumps(message))
-            return await self._wait(entry, rid)
+            return await self._wait(entry, rid, limits)
         finally:
             self._pending.pop(key, None)
 
-    async def _wait(self, entry: _Pending, rid: int) -> Any:
-        limits = self.timeouts
+    async def _wait(self, entry: _Pending, rid: int, limits: Timeouts) -> Any:
         while True:
             now = time.monotonic()
             wait = min(entry.last_activity + limits.request, entry.started + limits.request_max) - now

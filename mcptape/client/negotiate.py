@@ -83,7 +83,7 @@ async def negotiate(
 
 async def _discover(core: ClientCore, capabilities: dict[str, Any], version: str) -> ServerHello:
     core.meta = modern_meta(version, capabilities)
-    result = await core.request("server/discover")
+    result = await core.request("server/discover", limit=core.timeouts.connect)
     if not isinstance(result, dict):
         raise ProtocolError(f"server/discover answered {result!r}, not an object")
     supported = result.get("supportedVersions")
@@ -108,6 +108,7 @@ async def _initialize(core: ClientCore, capabilities: dict[str, Any], version: s
     result = await core.request(
         "initialize",
         {"protocolVersion": version, "capabilities": capabilities, "clientInfo": CLIENT_INFO},
+        limit=core.timeouts.connect,
     )
     if not isinstance(result, dict) or not isinstance(result.get("protocolVersion"), str):
         raise ProtocolError(f"initialize answered without a protocolVersion: {result!r}")
