@@ -15,7 +15,8 @@ from mcptape.cli.rule_options import rule_options, rules_from_cli
 METHODS = (
     "server/info, discover, ping, tools/list, tools/call, resources/list, resources/read, "
     "resources/templates/list, resources/subscribe, resources/unsubscribe, prompts/list, prompts/get, "
-    "completion/complete, logging/setLevel, tasks/list, tasks/get, tasks/result, tasks/cancel"
+    "completion/complete, logging/setLevel, tasks/list, tasks/get, tasks/result, tasks/cancel; "
+    "OAuth steps against --url: oauth/discover, oauth/register, oauth/authorize-url, oauth/token, oauth/refresh"
 )
 
 
@@ -175,6 +176,34 @@ def _json_option(value: str | None, flag: str) -> Any:
 @click.option(
     "--token", metavar="TOKEN", help="With --url: sugar for --header 'Authorization: Bearer TOKEN'."
 )
+@click.option(
+    "--auth-server",
+    metavar="URL",
+    help="oauth/*: the authorization server (default: from the resource's metadata).",
+)
+@click.option(
+    "--client-id",
+    metavar="ID",
+    help="oauth/authorize-url, oauth/token, oauth/refresh: the client (from oauth/register).",
+)
+@click.option(
+    "--client-secret",
+    metavar="SECRET",
+    help="oauth/token, oauth/refresh: the client secret, for a confidential client.",
+)
+@click.option(
+    "--redirect-uri",
+    default="http://127.0.0.1:33418/callback",
+    show_default=True,
+    metavar="URI",
+    help="oauth/register, oauth/authorize-url, oauth/token: where the authorization server sends the code.",
+)
+@click.option("--scope", metavar="SCOPES", help="oauth/register, oauth/authorize-url: the scopes to ask for.")
+@click.option("--code", metavar="CODE", help="oauth/token: the authorization code the redirect carried.")
+@click.option(
+    "--code-verifier", metavar="VERIFIER", help="oauth/token: the PKCE verifier oauth/authorize-url printed."
+)
+@click.option("--refresh-token", metavar="TOKEN", help="oauth/refresh: the refresh token.")
 @click.option("--name", metavar="NAME", help="Session name in the recording.")
 @db_option
 @click.option(
@@ -217,6 +246,14 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
        {"method": "resources/read", "uri": "test://static/resource/1"}]
 
     \b
+    OAuth, without a browser (each step prints JSON; nothing is recorded):
+      mcptape call -m oauth/discover --url https://mcp.example.com/mcp
+      mcptape call -m oauth/register --url URL                  -> client_id
+      mcptape call -m oauth/authorize-url --url URL --client-id ID  -> url, codeVerifier
+      mcptape call -m oauth/token --url URL --client-id ID --code CODE --code-verifier V
+      mcptape call -m oauth/refresh --url URL --client-id ID --refresh-token T
+
+    \b
     Examples:
       mcptape call -m tools/list -- npx -y @modelcontextprotocol/server-everything
       mcptape call -m tools/call --tool-name get-sum --tool-arg a=1 --tool-arg b=2 -- node server.js
@@ -234,6 +271,8 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
     from mcptape.client.script import parse_script
     from mcptape.client.session import SessionOptions
 
+    if (opts["method"] or "").startswith("oauth/"):
+        _oauth(opts)
     try:
         rules = rules_from_cli(
             opts["handle_sampling"], opts["handle_elicitation"], opts["roots"], opts["inject"]
@@ -300,6 +339,41 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
     status = run(plan)
     # Everything is written and the server is gone: skip the interpreter's teardown, which
     # with SQLAlchemy loaded costs a CI job about half a second per call.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def _oauth(opts: dict[str, Any]) -> None:
+    """Run one OAuth step against --url (the MCP server, the protected resource) and exit."""
+    from mcptape.client.oauth import METHODS, OAuthCall
+    from mcptape.client.runner import RunPlan, run
+    from mcptape.client.session import SessionOptions, Target
+
+    if opts["method"] not in METHODS:
+        raise CallUsageError(f"unknown OAuth step {opts['method']!r}; known: {', '.join(METHODS)}")
+    if not opts["url"] or not opts["url"].startswith(("http://", "https://")):
+        raise CallUsageError(f"{opts['method']} needs --url, the MCP server's http:// or https:// URL")
+    call = OAuthCall(
+        method=opts["method"],
+        resource=opts["url"],
+        auth_server=opts["auth_server"],
+        client_id=opts["client_id"],
+        client_secret=opts["client_secret"],
+        redirect_uri=opts["redirect_uri"],
+        scope=opts["scope"],
+        code=opts["code"],
+        code_verifier=opts["code_verifier"],
+        refresh_token=opts["refresh_token"],
+    )
+    plan = RunPlan(
+        target=Target(opts["url"], url=opts["url"]),
+        session=SessionOptions(record=False),
+        structured=opts["structured"],
+        timeout=opts["timeout"],
+        oauth=call,
+    )
+    status = run(plan)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

@@ -20,6 +20,7 @@ from typing import IO, Any
 from mcptape.client.core import error_of
 from mcptape.client.errors import ClientError, ClientTimeout, ToolError, exit_status
 from mcptape.client.methods import Call, perform
+from mcptape.client.oauth import OAuthCall, perform_oauth
 from mcptape.client.output import dumps, envelope, error_line, event, log_line
 from mcptape.client.script import ScriptStep, resolve
 from mcptape.client.session import CallSession, SessionOptions, Target
@@ -54,6 +55,7 @@ class RunPlan:
     follow: bool = False
     timeout: float = 30.0
     verbose: bool = False
+    oauth: OAuthCall | None = None
 
 
 @dataclass
@@ -187,9 +189,28 @@ class Runner:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
 
+    async def _oauth(self, call: OAuthCall) -> int:
+        """An OAuth step: plain HTTP exchanges, no MCP session, nothing recorded."""
+        started = time.monotonic()
+        result: Any = None
+        error: ClientError | None = None
+        try:
+            async with asyncio.timeout(self.plan.timeout):
+                result = await perform_oauth(call)
+        except TimeoutError:
+            error = ClientTimeout(f"{call.method} did not finish within --timeout {self.plan.timeout:g} s")
+        except ClientError as exc:
+            error = exc
+        self.outcomes.append(
+            StepOutcome(call.method, result, error, time.monotonic() - started, (0, 0, 0, 0, 0, 0))
+        )
+        return self._report(None)
+
     async def run(self) -> int:
         """Run the plan; returns the exit status."""
         plan = self.plan
+        if plan.oauth is not None:
+            return await self._oauth(plan.oauth)
         first_method = plan.call.method if plan.call and not plan.script else "script"
         started = time.monotonic()
         fatal: ClientError | None = None
