@@ -402,3 +402,48 @@ def test_a_server_that_cannot_start_is_a_transport_error(tmp_path: Path) -> None
     proc = call("-m", "ping", "--structured", server=[str(tmp_path / "missing-server")])
     assert proc.returncode == 1
     assert out(proc)["error"]["category"] == "transport"
+
+
+def _interrupt_after(args: list[str], delay: float, signum: int) -> subprocess.CompletedProcess[str]:
+    import signal as _signal  # noqa: F401 - signum is one of its values
+    import time
+
+    proc = subprocess.Popen(
+        [*MCPTAPE, "call", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(delay)
+    proc.send_signal(signum)
+    out_text, err_text = proc.communicate(timeout=30)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out_text, err_text)
+
+
+def test_a_signal_cuts_a_call_short_with_128_plus_n_and_the_session_is_recorded(tmp_path: Path) -> None:
+    import signal
+
+    db = tmp_path / "rec.db"
+    args = ["-m", "tools/call", "--tool-name", "trigger-long-running-operation", "--tool-args"]
+    args += ['{"duration": 30, "steps": 3}', "--db", str(db), "--", *everything()]
+    proc = _interrupt_after(args, 3.0, signal.SIGINT)
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr and "stopped by SIGINT" in proc.stderr
+    with sqlite3.connect(db) as conn:
+        methods = {row[0] for row in conn.execute("select method from frames")}
+    assert "tools/call" in methods
+
+
+def test_a_signal_ends_a_follow_with_success() -> None:
+    import signal
+
+    argv = [*MCPTAPE, "call", "-m", "server/info", "--follow", "--timeout", "60", "--no-record", "--", *PAGED]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # following from here on
+    proc.send_signal(signal.SIGTERM)
+    _, err_text = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err_text
+    event = json.loads(first)
+    assert (event["type"], event["method"], event["result"]["serverInfo"]["name"]) == (
+        "result",
+        "server/info",
+        "paged",
+    )

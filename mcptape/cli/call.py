@@ -234,6 +234,7 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
       1    usage, validation, transport or capability error
       2    the server answered with a JSON-RPC error (or isError with --fail-on-error)
       124  --timeout exceeded
+      128+N  stopped by signal N (SIGINT, SIGTERM; with --follow they end it with 0)
 
     \b
     Script (--script FILE, or - for stdin): a JSON array of steps, checked before

@@ -25,6 +25,7 @@ from mcptape.client.output import dumps, envelope, error_line, event, log_line
 from mcptape.client.script import ScriptStep, resolve
 from mcptape.client.session import CallSession, SessionOptions, Target
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STEP_TO_CALL = {
     "params": "params",
     "toolName": "tool_name",
@@ -100,6 +101,8 @@ class Runner:
         self.outcomes: list[StepOutcome] = []
         self._follow_tasks: set[asyncio.Task[None]] = set()
         self._following = False
+        self._stop_following = asyncio.Event()
+        self.signalled: int | None = None
 
     def say(self, text: str) -> None:
         print(f"mcptape: {text}", file=self.err, flush=True)
@@ -179,15 +182,7 @@ class Runner:
             index = step.skip_to if step.skip_to is not None else index + 1
 
     async def _follow(self) -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-        try:
-            await stop.wait()
-        finally:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(signum)
+        await self._stop_following.wait()
 
     async def _oauth(self, call: OAuthCall) -> int:
         """An OAuth step: plain HTTP exchanges, no MCP session, nothing recorded."""
@@ -207,10 +202,36 @@ class Runner:
         return self._report(None)
 
     async def run(self) -> int:
-        """Run the plan; returns the exit status."""
+        """Run the plan; returns the exit status (128+N when signal N stopped it)."""
+        if self.plan.oauth is not None:
+            return await self._oauth(self.plan.oauth)
+        loop = asyncio.get_running_loop()
+        work = asyncio.ensure_future(self._run())
+
+        def on_signal(signum: int) -> None:
+            # A signal ends a follow normally; anything else is cut short (the server is
+            # still shut down and the session recorded).
+            self.signalled = self.signalled or signum
+            if self._following:
+                self._stop_following.set()
+            else:
+                work.cancel()
+
+        for signum in SIGNALS:
+            loop.add_signal_handler(signum, on_signal, signum)
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if self.signalled is None:
+                raise
+            self.say(f"stopped by {signal.Signals(self.signalled).name}")
+            return 128 + self.signalled
+        finally:
+            for signum in SIGNALS:
+                loop.remove_signal_handler(signum)
+
+    async def _run(self) -> int:
         plan = self.plan
-        if plan.oauth is not None:
-            return await self._oauth(plan.oauth)
         first_method = plan.call.method if plan.call and not plan.script else "script"
         started = time.monotonic()
         fatal: ClientError | None = None
