@@ -156,6 +156,8 @@ def test_envelope_and_lines() -> None:
     assert env["durationMs"] == 12.3
     assert log_line({"level": "warning", "logger": "db", "data": {"n": 1}}) == 'log warning [db]: {"n":1}'
     assert error_line(ClientTimeout("slow")) == "error (timeout): slow"
+    assert error_line(failed) == "warning (application): it failed"
+    assert error_line(ToolError("no", fail=True)) == "error (application): no"
     assert (
         tool_text(
             {"content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]}

@@ -64,9 +64,11 @@ def log_line(params: Any) -> str:
 
 
 def error_line(error: ClientError) -> str:
-    """An error for stderr: ``error (CATEGORY[, code N]): MESSAGE``."""
+    """An error for stderr: ``error (CATEGORY[, code N]): MESSAGE``; a tool error that
+    does not fail the run (no ``--fail-on-error``) is a warning."""
     code = f", code {error.code}" if error.code is not None else ""
-    return f"error ({error.category}{code}): {error.message}"
+    word = "warning" if isinstance(error, ToolError) and error.status == 0 else "error"
+    return f"{word} ({error.category}{code}): {error.message}"
 
 
 def event(kind: str, body: dict[str, Any]) -> str:
