@@ -341,11 +341,6 @@ def test_requests_left_pending_by_a_dead_server_get_errors_with_their_exact_ids(
     assert all(b'"error":' in (a or b"") for a in answers)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the relay tracks batch elements with classify_message on parsed values, which reads "
-    "2^64 as a float; frames.classify_batch(frame.data) gives their exact ids (for the lead)",
-)
 def test_requests_of_a_batch_left_pending_get_one_batch_answer_with_their_exact_ids(db_path: Path) -> None:
     batch = (
         b'[{"jsonrpc":"2.0","id":18446744073709551616,"method":"tools/list"},'
