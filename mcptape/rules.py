@@ -24,7 +24,8 @@ before the flags; the first match decides.
 
 Templates are checked when read: a sampling result needs ``role``, ``content`` and
 ``model``; an elicitation result needs ``action`` (and ``content`` when it accepts);
-a roots result needs ``roots`` with a ``uri`` each.
+a roots result needs ``roots`` with a ``uri`` each (:mod:`mcptape.rule_templates` holds
+those checks and the ``auto`` answers).
 """
 
 from __future__ import annotations
@@ -37,14 +38,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-SAMPLING = "sampling/createMessage"
-ELICITATION = "elicitation/create"
-ROOTS = "roots/list"
+from mcptape.rule_templates import (
+    ELICITATION,
+    ROOTS,
+    SAMPLING,
+    SAMPLING_REJECTED,
+    auto_form,
+    auto_result,
+    error_problem,
+    result_problem,
+)
 
-# What the spec's own example answers a refused sampling request with.
-SAMPLING_REJECTED = {"code": -1, "message": "User rejected sampling request"}
-AUTO_MODEL = "mcptape-auto"
-AUTO_TEXT = "mcptape: automatic sampling response"
+__all__ = [
+    "Answer",
+    "Rule",
+    "RuleContext",
+    "RuleError",
+    "Rules",
+    "auto_form",
+    "auto_result",
+    "check_error",
+    "check_result",
+    "parse_rule",
+]
 
 
 class RuleError(ValueError):
@@ -154,16 +170,24 @@ class Rules:
         """
         if not isinstance(input_requests, dict) or not input_requests:
             return None
+        responses = self.answer_some_input_requests(input_requests, context)
+        return responses if len(responses) == len(input_requests) else None
+
+    def answer_some_input_requests(
+        self, input_requests: dict[str, Any], context: RuleContext | None = None
+    ) -> dict[str, Any]:
+        """The ``inputResponses`` the rules can give (results only), for the keys they answer."""
+        if not isinstance(input_requests, dict):
+            return {}
         ctx = context or RuleContext()
         responses: dict[str, Any] = {}
         for key, request in input_requests.items():
             if not isinstance(request, dict) or not isinstance(request.get("method"), str):
-                return None
+                continue
             entry_ctx = RuleContext(ctx.tool_name, _dumps(request))
             answer = self.answer(request["method"], request.get("params"), entry_ctx)
-            if answer is None or answer.kind != "result":
-                return None
-            responses[key] = answer.result
+            if answer is not None and answer.kind == "result":
+                responses[key] = answer.result
         return responses
 
     def capabilities(self) -> dict[str, Any]:
@@ -194,64 +218,6 @@ def _pass(params: Any) -> Answer:
     return Answer("pass")
 
 
-def auto_result(method: str, params: Any) -> Any:
-    """A minimal valid result for ``method`` given the request's params."""
-    if method == SAMPLING:
-        return {
-            "role": "assistant",
-            "content": {"type": "text", "text": AUTO_TEXT},
-            "model": AUTO_MODEL,
-            "stopReason": "endTurn",
-        }
-    if method == ELICITATION:
-        p = params if isinstance(params, dict) else {}
-        if p.get("mode") == "url":
-            return {"action": "accept"}
-        return {"action": "accept", "content": auto_form(p.get("requestedSchema"))}
-    if method == ROOTS:
-        return {"roots": []}
-    return {}
-
-
-def auto_form(schema: Any) -> dict[str, Any]:
-    """Values for an elicitation form: each property's default, else the simplest valid value."""
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(props, dict):
-        return {}
-    return {name: _auto_value(prop) for name, prop in props.items() if isinstance(prop, dict)}
-
-
-def _auto_value(prop: dict[str, Any]) -> Any:
-    if "default" in prop:
-        return prop["default"]
-    if isinstance(prop.get("enum"), list) and prop["enum"]:
-        return prop["enum"][0]
-    one_of = prop.get("oneOf")
-    if isinstance(one_of, list) and one_of and isinstance(one_of[0], dict) and "const" in one_of[0]:
-        return one_of[0]["const"]
-    kind = prop.get("type")
-    if kind == "boolean":
-        return False
-    if kind in ("number", "integer"):
-        low = prop.get("minimum", 0)
-        return int(low) if kind == "integer" else low
-    if kind == "array":
-        items = prop.get("items")
-        if isinstance(items, dict) and isinstance(items.get("enum"), list) and items["enum"]:
-            return [items["enum"][0]] * int(prop.get("minItems", 0) or 0)
-        return []
-    fmt = prop.get("format")
-    if fmt == "email":
-        return "mcptape@example.com"
-    if fmt == "uri":
-        return "https://example.com"
-    if fmt == "date":
-        return "2000-01-01"
-    if fmt == "date-time":
-        return "2000-01-01T00:00:00Z"
-    return "x" * int(prop.get("minLength", 0) or 0)
-
-
 def _auto(method: str) -> Outcome:
     return lambda params: Answer("result", result=auto_result(method, params))
 
@@ -261,54 +227,17 @@ def _auto(method: str) -> Outcome:
 
 def check_result(method: str, result: Any, where: str) -> None:
     """Raise RuleError when ``result`` is not a valid result for ``method``."""
-    if not isinstance(result, dict):
-        raise RuleError(f"{where}: the {method} result must be a JSON object")
-    if method == SAMPLING:
-        for name in ("role", "content", "model"):
-            if name not in result:
-                raise RuleError(
-                    f"{where}: the sampling result has no {name!r} field (it needs role, content, model)"
-                )
-        if result["role"] not in ("user", "assistant"):
-            raise RuleError(f"{where}: the sampling result's 'role' must be 'user' or 'assistant'")
-        blocks = result["content"] if isinstance(result["content"], list) else [result["content"]]
-        for block in blocks:
-            if not isinstance(block, dict) or "type" not in block:
-                raise RuleError(f"{where}: the sampling result's 'content' needs a 'type' field")
-            if block["type"] == "text" and "text" not in block:
-                raise RuleError(f"{where}: the sampling result's text content has no 'text' field")
-        if not isinstance(result["model"], str):
-            raise RuleError(f"{where}: the sampling result's 'model' must be a string")
-    elif method == ELICITATION:
-        action = result.get("action")
-        if action is None:
-            raise RuleError(
-                f"{where}: the elicitation result has no 'action' field (accept, decline or cancel)"
-            )
-        if action not in ("accept", "decline", "cancel"):
-            raise RuleError(f"{where}: the elicitation result's 'action' must be accept, decline or cancel")
-        if action == "accept" and not isinstance(result.get("content"), dict):
-            raise RuleError(f"{where}: the elicitation result accepts but has no 'content' object")
-    elif method == ROOTS:
-        roots = result.get("roots")
-        if not isinstance(roots, list):
-            raise RuleError(f"{where}: the roots result has no 'roots' list")
-        for root in roots:
-            if not isinstance(root, dict) or not isinstance(root.get("uri"), str):
-                raise RuleError(f"{where}: every root needs a 'uri' field")
+    problem = result_problem(method, result)
+    if problem is not None:
+        raise RuleError(f"{where}: {problem}")
 
 
 def check_error(error: Any, where: str) -> dict[str, Any]:
     """Raise RuleError unless ``error`` is a JSON-RPC error object; return it."""
-    if not isinstance(error, dict):
-        raise RuleError(f"{where}: 'error' must be an object with 'code' and 'message'")
-    for name in ("code", "message"):
-        if name not in error:
-            raise RuleError(f"{where}: the error has no {name!r} field")
-    if not isinstance(error["code"], int) or isinstance(error["code"], bool):
-        raise RuleError(f"{where}: the error's 'code' must be an integer")
-    if not isinstance(error["message"], str):
-        raise RuleError(f"{where}: the error's 'message' must be a string")
+    problem = error_problem(error)
+    if problem is not None:
+        raise RuleError(f"{where}: {problem}")
+    assert isinstance(error, dict)
     return error
 
 

@@ -360,8 +360,12 @@ def test_the_call_session_is_recorded_as_mode_call(tmp_path: Path) -> None:
         mode, name, transport = conn.execute("select mode, name, transport from sessions").fetchone()
         frames = conn.execute("select direction, method, text from frames order by seq").fetchall()
     assert (mode, name, transport) == ("call", "ci", "inproc->stdio")
-    requests = [(d, m) for d, m, _ in frames if m in ("initialize", "tools/call")]
-    assert requests == [("c2s", "initialize"), ("c2s", "tools/call")]
+    assert [(d, m) for d, m, _ in frames if m in ("initialize", "tools/call")] == [
+        ("c2s", "initialize"),
+        ("s2c", "initialize"),  # a response carries its request's method
+        ("c2s", "tools/call"),
+        ("s2c", "tools/call"),
+    ]
     assert any("Echo: taped" in text for _, _, text in frames)
 
 

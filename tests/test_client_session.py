@@ -45,7 +45,10 @@ def test_a_2025_server_gets_initialize_and_the_session_is_recorded_as_call(tmp_p
             "select mode, name, transport, status from sessions"
         ).fetchone()
         methods = [
-            row[0] for row in conn.execute("select method from frames where method is not null order by seq")
+            row[0]
+            for row in conn.execute(
+                "select method from frames where direction = 'c2s' and method is not null order by seq"
+            )
         ]
     assert (mode, name, transport) == ("call", "ev", "inproc->stdio")
     assert status in ("closed", "ok")
