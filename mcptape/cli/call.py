@@ -280,7 +280,12 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
         )
     except UserError as exc:
         raise CallUsageError(exc.format_message()) from None
-    target = _target(command, opts)
+    from mcptape.client.targets import read_script, target_from
+
+    try:
+        target = target_from(command, opts)
+    except ValidationError as exc:
+        raise CallUsageError(exc.message) from None
     try:
         version = check_version(opts["protocol_version"])
         base = Call(
@@ -312,7 +317,7 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
         if opts["script"] is not None:
             if opts["method"]:
                 raise ValidationError("give either --method or --script, not both")
-            script = parse_script(_read_script(opts["script"]), f"--script {opts['script']}")
+            script = parse_script(read_script(opts["script"]), f"--script {opts['script']}")
         elif not opts["method"]:
             raise ValidationError("nothing to run: give --method METHOD or --script FILE")
     except ValidationError as exc:
@@ -378,94 +383,3 @@ def _oauth(opts: dict[str, Any]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
-
-
-def _read_script(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        with open(path, encoding="utf-8") as file:
-            return file.read()
-    except OSError as exc:
-        raise CallUsageError(f"--script {path}: cannot read it: {exc.strerror or exc}") from None
-
-
-def _headers(opts: dict[str, Any]) -> dict[str, str]:
-    headers = {}
-    for header in opts["headers"]:
-        key, sep, value = header.partition(":")
-        if not sep or not key.strip():
-            raise CallUsageError(f"--header {header!r}: expected 'Name: value'")
-        headers[key.strip()] = value.strip()
-    if opts["token"]:
-        headers["Authorization"] = f"Bearer {opts['token']}"
-    return headers
-
-
-def _remote_target(
-    url: str, spec: Any, headers: dict[str, str], opts: dict[str, Any], name: str | None
-) -> Any:
-    """A streamable HTTP or SSE server; flags override the config entry."""
-    import importlib.util
-
-    from mcptape.client.session import Target
-
-    if importlib.util.find_spec("mcptape.proxy.http") is None:
-        raise CallUsageError(
-            f"{url}: calling a remote server needs the HTTP/SSE upstream links, which this build "
-            "of mcptape does not have yet; use a stdio server (-- COMMAND)"
-        )
-    if not url.startswith(("http://", "https://")):
-        raise CallUsageError(f"--url {url!r} is not an http:// or https:// URL")
-    merged = dict(spec.headers or {}) if spec is not None else {}
-    if merged:
-        from mcptape.proxy.http.headers import HeaderError, expand_headers  # type: ignore[import-not-found,unused-ignore]
-
-        try:
-            merged = expand_headers(merged)
-        except HeaderError as exc:
-            raise CallUsageError(f"upstream {name!r}: {exc}") from None
-    merged.update(headers)
-    transport = opts["transport"] or (spec.transport if spec is not None else None) or "http"
-    from mcptape.redact import redact_url
-
-    return Target(redact_url(url), url=url, transport=transport, headers=merged, name=opts["name"] or name)
-
-
-def _target(command: tuple[str, ...], opts: dict[str, Any]) -> Any:
-    import shlex
-
-    from mcptape.client.session import Target
-
-    name = opts["upstream"] or opts["server_name"]
-    if opts["upstream"] and opts["server_name"] and opts["upstream"] != opts["server_name"]:
-        raise CallUsageError("give --upstream or --server, not both")
-    if opts["server_name"] and not opts["config_path"]:
-        raise CallUsageError("--server NAME needs --config FILE")
-    chosen = [bool(command), bool(name), bool(opts["url"])]
-    if sum(chosen) > 1:
-        raise CallUsageError("give one server: a command after --, --upstream/--server NAME, or --url URL")
-    headers = _headers(opts)
-    spec = None
-    if name:
-        from mcptape.config import ConfigError, resolve_upstream
-
-        try:
-            spec = resolve_upstream(name, opts["config_path"])
-        except ConfigError as exc:
-            raise CallUsageError(str(exc)) from None
-    url = opts["url"] or (spec.url if spec is not None else None)
-    if url is not None:
-        return _remote_target(url, spec, headers, opts, name)
-    if opts["transport"] or headers:
-        raise CallUsageError("--transport, --header and --token go with --url")
-    if spec is not None:
-        assert spec.command is not None
-        return Target(
-            spec.describe(), argv=list(spec.command), env=spec.env, cwd=spec.cwd, name=opts["name"] or name
-        )
-    if not command:
-        raise CallUsageError(
-            "no server: give its command after --, --upstream NAME, or --config FILE --server NAME"
-        )
-    return Target(shlex.join(command), argv=list(command), name=opts["name"])
