@@ -408,28 +408,28 @@ def test_a_server_that_cannot_start_is_a_transport_error(tmp_path: Path) -> None
     assert out(proc)["error"]["category"] == "transport"
 
 
-def _interrupt_after(args: list[str], delay: float, signum: int) -> subprocess.CompletedProcess[str]:
-    import signal as _signal  # noqa: F401 - signum is one of its values
-    import time
-
-    proc = subprocess.Popen(
-        [*MCPTAPE, "call", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    time.sleep(delay)
-    proc.send_signal(signum)
-    out_text, err_text = proc.communicate(timeout=30)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out_text, err_text)
-
-
 def test_a_signal_cuts_a_call_short_with_128_plus_n_and_the_session_is_recorded(tmp_path: Path) -> None:
     import signal
+    import time
 
     db = tmp_path / "rec.db"
     args = ["-m", "tools/call", "--tool-name", "trigger-long-running-operation", "--tool-args"]
-    args += ['{"duration": 30, "steps": 3}', "--db", str(db), "--", *everything()]
-    proc = _interrupt_after(args, 3.0, signal.SIGINT)
-    assert proc.returncode == 130, proc.stderr
-    assert "Traceback" not in proc.stderr and "stopped by SIGINT" in proc.stderr
+    args += ['{"duration": 30, "steps": 3}', "-v", "--db", str(db), "--", *everything()]
+    proc = subprocess.Popen(
+        [*MCPTAPE, "call", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:  # wait until the call is under way, however loaded the machine is
+        seen.append(line)
+        if "state: connected" in line:
+            break
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=30)
+    err_text = "".join(seen) + rest
+    assert proc.returncode == 130, err_text
+    assert "Traceback" not in err_text and "stopped by SIGINT" in err_text
     with sqlite3.connect(db) as conn:
         methods = {row[0] for row in conn.execute("select method from frames")}
     assert "tools/call" in methods
