@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "show": "mcptape.cli.show:show",
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
+    "servers": "mcptape.cli.servers:servers",
     "wrap": "mcptape.cli.wrap:wrap",
     "unwrap": "mcptape.cli.wrap:unwrap",
     "demo": "mcptape.cli.demo:demo",

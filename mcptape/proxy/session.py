@@ -11,10 +11,11 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
-from mcptape.proxy.link import LinkClosed
+from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.process import ProcessLink, SpawnError, shell_status
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.recording import BackgroundStore, SessionRow
@@ -37,6 +38,9 @@ class RecordPlan:
     grace: float = 2.0
     echo_stderr: bool = True
     on_store_error: str = "fail"
+    # A remote upstream (``record --url``): makes the server-facing link instead of spawning argv.
+    upstream_link: Callable[[], Link] | None = None
+    transport: str = "stdio->stdio"
 
 
 def _say(message: str) -> None:
@@ -56,14 +60,20 @@ async def run_record(plan: RecordPlan) -> int:
     """Run one recorded stdio session; returns mcptape's exit status."""
     safe_argv, description = _redacted(plan.argv, plan.description)
     recorder = Recorder()
-    session = SessionContext(None, "record", "stdio->stdio", description, plan.name)
+    session = SessionContext(None, "record", plan.transport, description, plan.name)
     addons = AddonManager([recorder])
-    row = SessionRow("record", plan.name, "stdio->stdio", description)
+    row = SessionRow("record", plan.name, plan.transport, description)
     try:
         client = open_stdio_link()
     except LinkClosed as exc:
         _say(f"error: {exc}")
         return 2
+    server: Link
+    if plan.upstream_link is not None:
+        server = plan.upstream_link()
+        store = BackgroundStore(plan.db, row, recorder).start()
+        recorder.event(session, "upstream_connect", description, {"transport": plan.transport})
+        return await _relay_and_finish(plan, client, server, addons, session, store, description)
     try:
         server = ProcessLink.spawn(plan.argv, env=plan.env, cwd=plan.cwd, echo_stderr=plan.echo_stderr)
     except SpawnError as exc:
@@ -78,6 +88,18 @@ async def run_record(plan: RecordPlan) -> int:
     recorder.event(
         session, "process_start", description, {"pid": server.pid, "argv": safe_argv, "cwd": plan.cwd}
     )
+    return await _relay_and_finish(plan, client, server, addons, session, store, description)
+
+
+async def _relay_and_finish(
+    plan: RecordPlan,
+    client: Link,
+    server: Link,
+    addons: AddonManager,
+    session: SessionContext,
+    store: BackgroundStore,
+    description: str,
+) -> int:
     if _isatty(0):
         _say(
             f"recording {description} into {store.where()}. This speaks MCP (JSON-RPC) on stdin/stdout "
