@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
     "servers": "mcptape.cli.servers:servers",
+    "proxy": "mcptape.cli.proxy:proxy",
     "wrap": "mcptape.cli.wrap:wrap",
     "unwrap": "mcptape.cli.wrap:unwrap",
     "demo": "mcptape.cli.demo:demo",
