@@ -44,6 +44,7 @@ async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:
         lines.append(f"token (shown once; sent as 'Authorization: Bearer TOKEN'): {announce_token}")
     elif config.token is None:
         lines.append("no token required (--no-auth)")
+    lines.append("ready; Ctrl-C stops")
     _say("\n".join(lines))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
