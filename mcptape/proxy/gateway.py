@@ -25,7 +25,7 @@ from aiohttp import web
 
 from mcptape.config import UpstreamSpec
 from mcptape.frames import Frame
-from mcptape.proxy.addons import AddonManager, SessionContext
+from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
 from mcptape.proxy.http import security
 from mcptape.proxy.http.gateway_store import GatewayStore
 from mcptape.proxy.http.headers import SESSION_ID, that_matter
@@ -53,11 +53,12 @@ class GatewayConfig:
     extra_origins: tuple[str, ...] = ()
 
 
-@dataclass
+@dataclass(eq=False)
 class GatewaySession:
     link: DownstreamLink
     relay: Relay
     upstream: str
+    recorder: Recorder
     task: asyncio.Task[Any] | None = None
     streams_open: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -74,6 +75,7 @@ class Gateway:
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
         self.sessions: dict[str, GatewaySession] = {}
+        self.ending: set[GatewaySession] = set()  # ended by the client, upstream still closing
         self.store = GatewayStore(config.db)
         self.hosts: frozenset[str] = frozenset()
         self._sweeper: asyncio.Task[None] | None = None
@@ -146,7 +148,7 @@ class Gateway:
         recorder = Recorder()
         context = SessionContext(None, "proxy", transport, self.store.describe(spec), name)
         relay = Relay(link, upstream, AddonManager([recorder]), context, grace=self.config.grace)
-        session = GatewaySession(link, relay, name)
+        session = GatewaySession(link, relay, name, recorder)
         self.sessions[link.session_id] = session
         self.store.attach_later(self._pool, recorder, name, transport, spec)
         session.task = asyncio.get_running_loop().create_task(relay.run())
@@ -157,6 +159,16 @@ class Gateway:
         session = self.sessions.pop(session_id, None)
         if session is not None:
             session.link.close_send()
+
+    def _end(self, session_id: str, why: str) -> None:
+        """The client ended a session (DELETE, idle): its id is unknown from now on (404)."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return
+        self.ending.add(session)
+        if session.task is not None:
+            session.task.add_done_callback(lambda _: self.ending.discard(session))
+        session.link.client_gone(why)
 
     def _meta(self, request: web.Request, stream: str) -> dict[str, Any]:
         return {
@@ -240,7 +252,7 @@ class Gateway:
         if failure is not None:
             return failure
         assert session is not None
-        session.link.client_gone("the client deleted the session")
+        self._end(session.link.session_id, "the client deleted the session")
         return web.Response(status=200)
 
     def _existing(self, request: web.Request) -> tuple[GatewaySession | None, web.Response | None]:
@@ -294,16 +306,25 @@ class Gateway:
             now = time.monotonic()
             for session in list(self.sessions.values()):
                 if session.streams_open == 0 and now - session.link.last_active > self.config.idle_timeout:
-                    session.link.client_gone(f"idle for more than {self.config.idle_timeout:g} s")
+                    self._end(session.link.session_id, f"idle for more than {self.config.idle_timeout:g} s")
 
     async def shutdown(self, reason: str) -> None:
         """Stop every session (upstreams shut down, session rows closed), then flush and close the store."""
         if self._sweeper is not None:
             self._sweeper.cancel()
-        tasks = [s.task for s in self.sessions.values() if s.task is not None]
-        for session in list(self.sessions.values()):
+        everyone = [*self.sessions.values(), *self.ending]
+        tasks = [s.task for s in everyone if s.task is not None]
+        for session in everyone:
             session.relay.stop(reason)
         if tasks:
             await asyncio.wait(tasks, timeout=2 * self.config.grace + 3)
+        for session in everyone:
+            if session.task is not None and not session.task.done():
+                # Bounded shutdown: a session that did not end in time is closed as interrupted.
+                session.task.cancel()
+                session.recorder.session_end(
+                    session.relay.session,
+                    Outcome("interrupted", None, f"stopped by {reason}", ended_by="signal"),
+                )
         await asyncio.get_running_loop().run_in_executor(self._pool, self.store.close)
         self._pool.shutdown(wait=False)
