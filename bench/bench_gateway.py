@@ -9,13 +9,14 @@ directly against the server's /mcp endpoint and through the gateway (recording o
 an HTTP upstream entry), and prints the ratios. These machines are noisy: compare the
 ratios, not absolute times.
 
-    .venv/bin/python bench/bench_gateway.py [--calls 300] [--sessions 8]
+    .venv/bin/python bench/bench_gateway.py [--calls 300] [--sessions 8] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -71,15 +72,31 @@ def wait_port(port: int) -> None:
     raise SystemExit(f"nothing listens on {port}")
 
 
+DRAINS: set[asyncio.Task[None]] = set()
+
+
 async def read_answer(response: aiohttp.ClientResponse, rid: int) -> None:
-    if response.headers.get("Content-Type", "").startswith("application/json"):
-        await response.read()
-        return
+    """Return as soon as the answer arrives (as an SDK client does); drain the rest meanwhile,
+    so the connection goes back to the pool instead of being cut and reopened."""
     needle = f'"id":{rid}'.encode()
+    if not response.headers.get("Content-Type", "").startswith("text/event-stream"):
+        body = await response.read()
+        if needle not in body:
+            raise SystemExit(f"no answer to request {rid}: HTTP {response.status} {body[:200]!r}")
+        return
     async for line in response.content:
         if line.startswith(b"data:") and needle in line:
             break
-    response.release()
+    else:
+        raise SystemExit(f"the stream ended without an answer to request {rid}")
+    task = asyncio.ensure_future(drain(response))
+    DRAINS.add(task)
+    task.add_done_callback(DRAINS.discard)
+
+
+async def drain(response: aiohttp.ClientResponse) -> None:
+    with contextlib.suppress(aiohttp.ClientError):
+        await response.read()
 
 
 class Session:
@@ -145,6 +162,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     node = shutil.which("node")
     if node is None or not ENTRY.exists():
@@ -183,8 +201,18 @@ def main() -> None:
         )
         wait_port(gw_port)
         through_url = f"http://127.0.0.1:{gw_port}/servers/everything/mcp"
-        direct = asyncio.run(measure(direct_url, args.calls, args.sessions))
-        through = asyncio.run(measure(through_url, args.calls, args.sessions))
+        # Node's JIT warms up over the first thousands of calls, and neighbours load the
+        # machine: warm up on both paths, then alternate and keep each figure's median.
+        asyncio.run(measure(direct_url, args.calls, args.sessions))
+        asyncio.run(measure(through_url, args.calls, args.sessions))
+        runs: dict[str, list[tuple[float, float, float]]] = {"direct": [], "through": []}
+        for _ in range(args.rounds):
+            runs["direct"].append(asyncio.run(measure(direct_url, args.calls, args.sessions)))
+            runs["through"].append(asyncio.run(measure(through_url, args.calls, args.sessions)))
+        direct, through = (
+            tuple(statistics.median(r[i] for r in runs[side]) for i in range(3))
+            for side in ("direct", "through")
+        )
     finally:
         if gateway is not None:
             gateway.send_signal(signal.SIGTERM)
