@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from mcptape.redact import redact_argv, redact_url
 
 Transport = Literal["stdio", "http", "sse"]
 
@@ -47,10 +48,11 @@ class UpstreamSpec:
     headers: dict[str, str] | None = None
 
     def describe(self) -> str:
-        """One line for people: the shell-quoted command line, or the URL."""
+        """One line for people and the recording: the shell-quoted command line, or the
+        URL, with secrets (flag values, URL credentials) replaced by placeholders."""
         if self.command is not None:
-            return shlex.join(self.command)
-        return self.url or ""
+            return shlex.join(redact_argv(self.command))
+        return redact_url(self.url or "")
 
 
 def builtin_upstreams() -> dict[str, UpstreamSpec]:
@@ -77,7 +79,8 @@ def read_config_document(path: str | os.PathLike[str]) -> tuple[str, dict[str, A
     """
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8-sig")
+        # Bytes, not read_text: universal newlines would turn CRLF files into LF ones.
+        text = file.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
         raise ConfigError(
             f"config file {file} does not exist; pass the path of an mcpServers JSON file"
@@ -93,6 +96,10 @@ def read_config_document(path: str | os.PathLike[str]) -> tuple[str, dict[str, A
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{file}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg}); fix the file and try again"
+        ) from None
+    except RecursionError:
+        raise ConfigError(
+            f"{file}: JSON nested too deeply to read; an mcpServers file needs a few levels"
         ) from None
     if not isinstance(document, dict) or "mcpServers" not in document:
         raise ConfigError(
@@ -152,16 +159,47 @@ def parse_entry(name: str, entry: Any, source: str = "config") -> UpstreamSpec:
     raise ConfigError(f'{where} has neither "command" (a program to run) nor "url" (a remote server)')
 
 
-def resolve_upstream(name: str, config_path: str | os.PathLike[str] | None = None) -> UpstreamSpec:
+def resolve_upstream(
+    name: str,
+    config_path: str | os.PathLike[str] | None = None,
+    default_config: Path | None = None,
+) -> UpstreamSpec:
     """The upstream called ``name``: from the config file if given (it wins), else a built-in one.
 
-    Raises ConfigError listing the known names when there is no such upstream.
+    Without ``config_path``, the desktop client's config that `mcptape wrap` edits
+    (``default_config``, by default :func:`default_client_config_path`) is read when it
+    exists, so ``--upstream files`` finds the client's "files" server. A broken default
+    config does not hide the built-ins. Raises ConfigError listing the known names and
+    suggesting ``--config FILE`` when there is no such upstream.
     """
-    known = known_upstreams(config_path)
+    if config_path is not None:
+        known = known_upstreams(config_path)
+        if name in known:
+            return known[name]
+        raise ConfigError(
+            f"unknown upstream {name!r}; known names (from {config_path} and the built-ins): {', '.join(known)}"
+        )
+    default = default_client_config_path() if default_config is None else default_config
+    builtins = builtin_upstreams()
+    if not default.is_file():
+        if name in builtins:
+            return builtins[name]
+        raise ConfigError(
+            f"unknown upstream {name!r}: no --config given and no desktop client config at {default}; "
+            f"pass --config FILE (an mcpServers JSON file) or a built-in name ({', '.join(builtins)})"
+        )
+    try:
+        known = known_upstreams(default)
+    except ConfigError as exc:
+        if name in builtins:
+            return builtins[name]
+        raise ConfigError(f"{exc} (read because no --config was given; pass --config FILE)") from None
     if name in known:
         return known[name]
-    where = f" (from {config_path} and the built-ins)" if config_path is not None else " (built-ins)"
-    raise ConfigError(f"unknown upstream {name!r}; known names{where}: {', '.join(known)}")
+    raise ConfigError(
+        f"unknown upstream {name!r}: not in {default} (the desktop client's config, read because no --config "
+        f"was given) nor built in; known names: {', '.join(known)}; pass --config FILE for another mcpServers file"
+    )
 
 
 def known_upstreams(config_path: str | os.PathLike[str] | None = None) -> dict[str, UpstreamSpec]:
@@ -196,76 +234,6 @@ def default_client_config_path(
         # The XDG spec says a relative value is invalid and must be ignored.
         base = Path(xdg) if xdg and os.path.isabs(xdg) else home / ".config"
     return base / "Claude" / "claude_desktop_config.json"
-
-
-def render_config(document: dict[str, Any], original_text: str, changed: set[str]) -> str:
-    """JSON text for ``document``, rewriting only the ``changed`` mcpServers entries of the original.
-
-    Everything else keeps its bytes, so the user's formatting survives and a diff shows
-    only what changed. A file this cannot edit in place is re-rendered as a whole.
-    """
-    spliced = _splice_entries(document, original_text, changed)
-    if spliced is not None and json.loads(spliced) == document:
-        return spliced
-    text = json.dumps(document, indent=_indent_unit(original_text), ensure_ascii=False)
-    if original_text.endswith("\n") or not original_text:
-        text += "\n"
-    return text.replace("\n", "\r\n") if "\r\n" in original_text else text
-
-
-def _indent_unit(text: str) -> str:
-    found = re.search(r"\n([ \t]+)\S", text)
-    return found.group(1) if found else "  "
-
-
-def _splice_entries(document: dict[str, Any], text: str, changed: set[str]) -> str | None:
-    top = _member_spans(text, 0)
-    servers = top.get("mcpServers") if top else None
-    entries = _member_spans(text, servers[0]) if servers else None
-    if entries is None or not changed <= entries.keys():
-        return None
-    unit, newline = _indent_unit(text), "\r\n" if "\r\n" in text else "\n"
-    # From the end backwards, so the spans still to be replaced keep their offsets.
-    for name in sorted(changed, key=lambda n: entries[n][0], reverse=True):
-        start, end = entries[name]
-        line_start = text.rfind("\n", 0, start) + 1
-        margin = re.match(r"[ \t]*", text[line_start:]).group(0)  # type: ignore[union-attr]
-        rendered = json.dumps(document["mcpServers"][name], indent=unit, ensure_ascii=False)
-        text = text[:start] + rendered.replace("\n", newline + margin) + text[end:]
-    return text
-
-
-def _member_spans(text: str, start: int) -> dict[str, tuple[int, int]] | None:
-    """Where each member's value lies in the JSON object starting at ``start``; None if unusual."""
-    decoder, space = json.JSONDecoder(), re.compile(r"[ \t\n\r]*")
-    spans: dict[str, tuple[int, int]] = {}
-
-    def skip(i: int) -> int:
-        return space.match(text, i).end()  # type: ignore[union-attr]
-
-    try:
-        i = skip(start)
-        if text[i : i + 1] != "{":
-            return None
-        i = skip(i + 1)
-        if text[i : i + 1] == "}":
-            return spans
-        while True:
-            key, i = decoder.raw_decode(text, i)
-            i = skip(i)
-            if not isinstance(key, str) or key in spans or text[i : i + 1] != ":":
-                return None
-            value_start = skip(i + 1)
-            _, i = decoder.raw_decode(text, value_start)
-            spans[key] = (value_start, i)
-            i = skip(i)
-            if text[i : i + 1] == "}":
-                return spans
-            if text[i : i + 1] != ",":
-                return None
-            i = skip(i + 1)
-    except json.JSONDecodeError:
-        return None
 
 
 def _string_list(value: Any, what: str) -> list[str]:

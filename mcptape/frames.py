@@ -2,7 +2,13 @@
 
 A frame never changes its bytes. Classification is done with orjson on demand and
 cached; a line that is not JSON, or JSON that is not a JSON-RPC message, is
-``malformed`` and is still forwarded and recorded as it was.
+``malformed`` and is still forwarded and recorded as it was. Nothing here raises for
+what a peer wrote: nesting beyond any parser's depth, numbers beyond 64 bits or double
+range, invalid UTF-8 (classified on a lossy decode; the bytes stay exact).
+
+Ids are kept as their exact JSON text (see :class:`Classification`) because orjson
+reads integers of 2^64 and above as floats, and a peer expects its id back as it
+wrote it. :func:`id_key` says when two id texts name the same request.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from mcptape.ids import encode_id, id_key, id_text
+from mcptape.jsontext import element_spans
+
 Direction = Literal["c2s", "s2c"]
 Origin = Literal["client", "server", "proxy"]
 Kind = Literal["request", "notification", "response", "error", "batch", "malformed"]
@@ -24,6 +33,26 @@ KINDS: Final = ("request", "notification", "response", "error", "batch", "malfor
 
 _UNPARSED: Final = object()
 KEEP_PARSED_BYTES: Final = 1 << 20
+
+__all__ = [
+    "C2S",
+    "KINDS",
+    "S2C",
+    "Classification",
+    "Direction",
+    "Frame",
+    "Kind",
+    "Origin",
+    "classify",
+    "classify_batch",
+    "classify_message",
+    "encode_id",
+    "error_response",
+    "id_key",
+    "opposite",
+    "origin_of",
+    "parse",
+]
 
 
 def opposite(direction: Direction) -> Direction:
@@ -40,8 +69,10 @@ def origin_of(direction: Direction) -> Origin:
 class Classification:
     """What a frame is: its kind and, where it has them, method and JSON-RPC id.
 
-    ``rpc_id`` is the id re-encoded as compact JSON (``1`` and ``"1"`` stay
-    distinct: ``'1'`` versus ``'"1"'``); ``None`` when the frame has no id.
+    ``rpc_id`` is the id's JSON text exactly as it was on the wire (``1``, ``1.0``,
+    ``"1"`` and ``18446744073709551617`` stay as written; only an object or array
+    id, which JSON-RPC does not allow, loses its whitespace outside strings);
+    ``None`` when the frame has no id. Compare ids with :func:`id_key`.
     """
 
     kind: Kind
@@ -49,23 +80,23 @@ class Classification:
     rpc_id: str | None = None
 
 
-def encode_id(value: Any) -> str:
-    """The canonical text of a JSON-RPC id, used to correlate requests and responses."""
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:  # integers beyond 64 bits
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+def classify_message(msg: Any, rpc_id: str | None = None) -> Classification:
+    """Classify an already parsed JSON value as a JSON-RPC message.
 
-
-def classify_message(msg: Any) -> Classification:
-    """Classify an already parsed JSON value as a JSON-RPC message."""
+    ``rpc_id`` is the id's wire text when the caller knows it; otherwise the parsed
+    id is re-encoded, which is exact only for ids orjson reads exactly (use
+    :func:`classify` or :func:`classify_batch` on bytes for the wire text).
+    """
     if isinstance(msg, list):
         return Classification("batch") if msg else Classification("malformed")
     if not isinstance(msg, dict):
         return Classification("malformed")
     method = msg.get("method")
     has_id = "id" in msg
-    rpc_id = encode_id(msg["id"]) if has_id else None
+    if has_id and rpc_id is None:
+        rpc_id = encode_id(msg["id"])
+    elif not has_id:
+        rpc_id = None
     if isinstance(method, str):
         if has_id:
             return Classification("request", method, rpc_id)
@@ -79,29 +110,70 @@ def classify_message(msg: Any) -> Classification:
     return Classification("malformed", None, rpc_id)
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _lossy(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
 def parse(data: bytes) -> Any:
     """Parse JSON bytes; returns the module-private sentinel on failure (see :func:`classify`).
 
-    orjson refuses integers beyond 64 bits and numbers beyond double range, which are
-    valid JSON; the standard library parses those, so a frame is not called malformed
-    for carrying one.
+    Never raises. orjson refuses numbers beyond double range, lone surrogates and
+    nesting deeper than 1024, which are valid JSON: the standard library gets a second
+    try (deeper nesting than it can recurse into is then malformed). Invalid UTF-8 is
+    parsed on a lossy decode (replacement characters), as servers read it.
     """
     try:
         return orjson.loads(data)
-    except orjson.JSONDecodeError:
+    except Exception:  # whatever a peer wrote, the frame is only "malformed"
         pass
     try:
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError):
+        return json.loads(_lossy(data), parse_constant=_reject_constant)
+    except Exception:  # RecursionError (deep nesting) included
         return _UNPARSED
 
 
 def classify(data: bytes) -> tuple[Classification, Any]:
-    """Classify wire bytes, returning the classification and the parsed value (or None)."""
+    """Classify wire bytes, returning the classification and the parsed value (or None).
+
+    Never raises: anything that is not a JSON-RPC message is ``malformed``.
+    """
     msg = parse(data)
     if msg is _UNPARSED:
         return Classification("malformed"), None
-    return classify_message(msg), msg
+    try:
+        rpc_id = id_text(msg["id"], data) if isinstance(msg, dict) and "id" in msg else None
+        return classify_message(msg, rpc_id), msg
+    except Exception:  # e.g. an id nested too deep to encode
+        return Classification("malformed"), msg
+
+
+def classify_batch(data: bytes) -> list[Classification]:
+    """Classify each element of a batch frame, with each id's exact wire text.
+
+    Returns an empty list when ``data`` is not a batch. The relay uses it to track
+    requests inside batches; :func:`classify_message` on parsed elements would turn
+    ids of 2^64 and above into floats.
+    """
+    msg = parse(data)
+    if not isinstance(msg, list) or not msg:
+        return []
+    text = _lossy(data)
+    spans = element_spans(text)
+    out = []
+    for i, item in enumerate(msg):
+        try:
+            rpc_id = None
+            if isinstance(item, dict) and "id" in item and spans is not None and i < len(spans):
+                element = text[spans[i][0] : spans[i][1]]
+                rpc_id = id_text(item["id"], element)
+            out.append(classify_message(item, rpc_id))
+        except Exception:  # one odd element does not hide the others
+            out.append(Classification("malformed"))
+    return out
 
 
 @dataclass(slots=True)
@@ -163,16 +235,20 @@ class Frame:
 
     def text(self) -> str:
         """The frame as text; invalid UTF-8 is replaced (the exact bytes stay in ``data``)."""
-        return self.data.decode("utf-8", errors="replace")
+        return _lossy(self.data)
 
 
-def error_response(rpc_id_json: str, code: int, message: str, data: Any = None) -> bytes:
-    """A JSON-RPC error response for the request whose id is ``rpc_id_json`` (encoded)."""
+def error_response(rpc_id: str, code: int, message: str, data: Any = None) -> bytes:
+    """A JSON-RPC error response for the request whose id has the wire text ``rpc_id``.
+
+    The id is written back exactly as the request carried it (never re-encoded), so a
+    client matches the answer whatever its id looked like.
+    """
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    body = {"jsonrpc": "2.0", "id": json.loads(rpc_id_json), "error": error}
     try:
-        return orjson.dumps(body)
-    except TypeError:  # an id beyond 64 bits
-        return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        body = orjson.dumps(error)
+    except TypeError:  # integers beyond 64 bits in data
+        body = json.dumps(error, separators=(",", ":"), ensure_ascii=False).encode()
+    return b'{"jsonrpc":"2.0","id":' + rpc_id.encode() + b',"error":' + body + b"}"

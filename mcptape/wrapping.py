@@ -3,20 +3,41 @@
 Wrapping rewrites an entry ``{"command": X, "args": [A, B]}`` into
 ``{"command": <mcptape>, "args": ["record", "--name", NAME, "--", X, A, B]}`` and keeps every
 other key. The original command stays inside the wrapped args, after ``--``, so unwrapping
-needs nothing but the file itself. Also here: the diff, backup and atomic write that
-`mcptape wrap` and `mcptape unwrap` use to change a config file. No click, standard
-library only, so the CLI module can import it at start-up.
+needs nothing but the file itself. With ``remote``, an entry ``{"url": U, "type": T,
+"headers": {K: V}}`` becomes ``{"command": <mcptape>, "args": ["record", "--name", NAME,
+"--url", U, "--transport", T, "--header", "K: V"]}``.
+
+Unwrapping recognises only what wrapping writes (:func:`parse_wrapped`): an entry that
+runs mcptape some other way (``ssh host mcptape record …``, a container, a hand-written
+``mcptape record -- …``) is left alone. The edits themselves are splices into the file's
+text (:mod:`mcptape.configedit`); the document-level functions here say what the result
+must parse to, and the text is checked against them before anything is written. No
+click, standard library only, so the CLI module can import it at start-up.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import sys
-from pathlib import Path
+import json
+import shlex
 from typing import Any, NamedTuple
 
-BACKUP_SUFFIX = ".mcptape-backup"
+from mcptape import configedit
+from mcptape.configedit import REMOTE_KEYS, EditError
+from mcptape.wrapform import Wrapped, is_recorded, mcptape_launcher, parse_wrapped, tokens_of, wrapped_split
+
+__all__ = [
+    "Outcome",
+    "Wrapped",
+    "is_recorded",
+    "mcptape_launcher",
+    "parse_wrapped",
+    "rewrite_text",
+    "unwrap_servers",
+    "wrap_servers",
+    "wrapped_split",
+]
+
+_TRANSPORTS = {"http": "http", "streamable-http": "http", "sse": "sse"}
 
 
 class Outcome(NamedTuple):
@@ -27,85 +48,55 @@ class Outcome(NamedTuple):
     detail: str
 
 
-def mcptape_launcher() -> list[str]:
-    """The command that starts this mcptape, usable by a client that runs with a minimal PATH.
-
-    The console script installed beside this interpreter comes first, then one on PATH,
-    and last ``<python> -m mcptape``, which works wherever this interpreter does.
-    """
-    import shutil
-    import sysconfig
-
-    names = ["mcptape.exe", "mcptape"] if os.name == "nt" else ["mcptape"]
-    scheme_dirs = [sysconfig.get_path("scripts"), sysconfig.get_path("scripts", f"{os.name}_user")]
-    # The interpreter's own directory is not resolved: in a venv, bin/python is a
-    # symlink out of the venv, and the console script lives beside the link.
-    for directory in [os.path.dirname(sys.executable), *scheme_dirs]:
-        for name in names:
-            candidate = os.path.join(directory, name)
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                return [os.path.abspath(candidate)]
-    found = shutil.which("mcptape")
-    if found:
-        return [os.path.abspath(found)]
-    return [sys.executable, "-m", "mcptape"]
-
-
-def _is_mcptape(token: str) -> bool:
-    # Split on both separators: a config written on Windows may be read anywhere.
-    base = re.split(r"[\\/]", token)[-1].lower()
-    return base in {"mcptape", "mcptape.exe", "mcptape.cmd", "mcptape.bat"}
-
-
-def wrapped_split(entry: dict[str, Any]) -> tuple[list[str], list[str]] | None:
-    """For a wrapped entry, (the mcptape command before ``--``, the original command after it).
-
-    Recognises ``/path/mcptape record ... -- CMD``, ``python -m mcptape record ... -- CMD``
-    and launchers such as ``uvx mcptape record ... -- CMD``; None for anything else.
-    """
-    command, args = entry.get("command"), entry.get("args", [])
-    if (
-        not isinstance(command, str)
-        or not isinstance(args, list)
-        or not all(isinstance(a, str) for a in args)
-    ):
-        return None
-    tokens = [command, *args]
-    for i, token in enumerate(tokens[:-1]):
-        if _is_mcptape(token) and tokens[i + 1] == "record" and "--" in tokens[i + 2 :]:
-            cut = tokens.index("--", i + 2)
-            return tokens[:cut], tokens[cut + 1 :]
-    return None
-
-
-def _remote_url(entry: dict[str, Any]) -> str | None:
+def _remote(entry: dict[str, Any]) -> tuple[str, str | None, dict[str, str]] | None:
+    """A remote entry's url, transport (None when the entry names none) and headers."""
     if "command" in entry:
         return None
     url = entry.get("url", entry.get("serverUrl"))
-    return url if isinstance(url, str) else None
+    kind = entry.get("type", entry.get("transport"))
+    headers = entry.get("headers") or {}
+    if not isinstance(url, str) or (kind is not None and kind not in _TRANSPORTS):
+        return None
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        return None
+    return url, None if kind is None else _TRANSPORTS[kind], headers
 
 
-def _replace_command(entry: dict[str, Any], command: str, args: list[str]) -> dict[str, Any]:
-    """The entry with a new command and args, every other key kept in its place."""
+def remote_record_args(
+    name: str, db: str | None, url: str, transport: str | None, headers: dict[str, str]
+) -> list[str]:
+    """The `mcptape record` arguments that record a remote server for a stdio client."""
+    args = ["record", "--name", name, *(["--db", db] if db is not None else []), "--url", url]
+    if transport is not None:
+        args += ["--transport", transport]
+    for key, value in headers.items():
+        args += ["--header", f"{key}: {value}"]
+    return args
+
+
+def _with_command(
+    entry: dict[str, Any], command: str, args: list[str], drop: tuple[str, ...]
+) -> dict[str, Any]:
+    """The entry with command and args in place of ``drop`` (or of its command), other keys kept."""
     result: dict[str, Any] = {}
     for key, value in entry.items():
-        if key == "command":
-            result["command"] = command
-            if "args" not in entry and args:
-                result["args"] = args
-        elif key == "args":
-            # Unwrapping an entry that had no args gives none back: the round trip stays exact.
-            if args:
-                result["args"] = args
-        else:
+        if key in drop or key == "command":
+            if "command" not in result:
+                result["command"], result["args"] = command, args
+        elif key != "args":
             result[key] = value
     return result
 
 
 def wrap_servers(
-    document: dict[str, Any], launcher: list[str], db: str | None, only: frozenset[str] | None = None
+    document: dict[str, Any],
+    launcher: list[str],
+    db: str | None,
+    only: frozenset[str] | None = None,
+    remote: bool = False,
 ) -> tuple[dict[str, Any], list[Outcome]]:
-    """The document with each selected stdio entry running through `mcptape record`, and what happened."""
+    """The document with each selected stdio entry (and with ``remote`` each url entry)
+    running through `mcptape record`, and what happened to each entry."""
     servers: dict[str, Any] = {}
     outcomes: list[Outcome] = []
     for name, entry in document["mcpServers"].items():
@@ -115,102 +106,165 @@ def wrap_servers(
         if not isinstance(entry, dict):
             outcomes.append(Outcome(name, "skipped", f"not an object: {entry!r}"))
             continue
-        split = wrapped_split(entry)
-        if split is not None:
-            outcomes.append(Outcome(name, "already wrapped", _join(split[1])))
+        if is_recorded(entry):
+            outcomes.append(Outcome(name, "already wrapped", shlex.join(tokens_of(entry) or [])))
             continue
-        url = _remote_url(entry)
-        if url is not None:
-            outcomes.append(Outcome(name, "left alone", f"{url} (remote; `mcptape proxy` will serve it)"))
+        target = _remote(entry)
+        if target is not None:
+            if not remote:
+                outcomes.append(Outcome(name, "left alone", f"{target[0]} (remote; --remote records it too)"))
+                continue
+            args = remote_record_args(name, db, *target)
+            servers[name] = _with_command(entry, launcher[0], [*launcher[1:], *args], REMOTE_KEYS)
+            outcomes.append(Outcome(name, "wrapped", target[0]))
             continue
-        command, args = entry.get("command"), entry.get("args", [])
-        if not isinstance(command, str) or not command:
-            outcomes.append(Outcome(name, "skipped", "neither a command nor a url"))
+        if "url" in entry or "serverUrl" in entry:
+            outcomes.append(Outcome(name, "skipped", "a url entry of an unknown type"))
             continue
-        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            outcomes.append(Outcome(name, "skipped", f"args must be a list of strings, got {args!r}"))
+        tokens = tokens_of(entry)
+        if not tokens or not tokens[0]:
+            outcomes.append(
+                Outcome(name, "skipped", "neither a command (with a list of string args) nor a url")
+            )
             continue
-        original = [command, *args]
-        record = ["record", "--name", name, *(["--db", db] if db is not None else []), "--", *original]
-        full = [*launcher, *record]
-        servers[name] = _replace_command(entry, full[0], full[1:])
-        outcomes.append(Outcome(name, "wrapped", _join(original)))
+        record = ["record", "--name", name, *(["--db", db] if db is not None else []), "--", *tokens]
+        servers[name] = _with_command(entry, launcher[0], [*launcher[1:], *record], ())
+        outcomes.append(Outcome(name, "wrapped", shlex.join(tokens)))
     return {**document, "mcpServers": servers}, outcomes
 
 
+def _unwrap_entry(entry: dict[str, Any], wrapped: Wrapped, backup_entry: Any) -> dict[str, Any]:
+    args = entry["args"]
+    if wrapped.cut is not None:
+        tokens = [entry["command"], *args]
+        original = tokens[wrapped.cut :]
+        keep_args = len(original) > 1 or _keeps_empty_args(entry, backup_entry)
+        result = {}
+        for key, value in entry.items():
+            if key == "command":
+                result[key] = original[0]
+            elif key != "args" or keep_args:
+                result[key] = original[1:] if key == "args" else value
+        return result
+    restored = _backup_remote(entry, wrapped, backup_entry)
+    if restored is None:
+        restored = {"url": wrapped.url}
+        if wrapped.transport is not None:
+            restored["type"] = wrapped.transport
+        if wrapped.headers:
+            restored["headers"] = dict(wrapped.headers)
+    result = {}
+    for key, value in entry.items():
+        if key == "command":
+            result.update(restored)
+        elif key != "args":
+            result[key] = value
+    return result
+
+
+def _keeps_empty_args(entry: dict[str, Any], backup_entry: Any) -> bool:
+    """Whether an entry whose original args are empty keeps ``"args": []``.
+
+    Wrap adds args right after the command when the entry had none; an args member
+    elsewhere was the user's. Right after the command, the backup says which it was.
+    """
+    keys = list(entry)
+    if keys.index("args") != keys.index("command") + 1:
+        return True
+    return isinstance(backup_entry, dict) and "args" in backup_entry
+
+
+def _backup_remote(entry: dict[str, Any], wrapped: Wrapped, backup_entry: Any) -> dict[str, Any] | None:
+    """The backup's url members for this entry, when they describe the same server."""
+    if not isinstance(backup_entry, dict):
+        return None
+    target = _remote(backup_entry)
+    if target is None or (target[0], target[1], list(target[2].items())) != (
+        wrapped.url,
+        wrapped.transport,
+        wrapped.headers,
+    ):
+        return None
+    return {k: v for k, v in backup_entry.items() if k in REMOTE_KEYS}
+
+
 def unwrap_servers(
-    document: dict[str, Any], only: frozenset[str] | None = None
+    document: dict[str, Any], only: frozenset[str] | None = None, backup: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], list[Outcome]]:
-    """The document with each selected wrapped entry back to the command after ``--``."""
+    """The document with each selected entry that `mcptape wrap` wrote back as it was.
+
+    ``backup`` is the document wrap backed up, if it is still there: it settles what
+    the wrapped entry cannot say (whether an empty args list was there, how a remote
+    entry spelled its type).
+    """
     servers: dict[str, Any] = {}
     outcomes: list[Outcome] = []
+    backed_up = backup.get("mcpServers") if isinstance(backup, dict) else None
     for name, entry in document["mcpServers"].items():
         servers[name] = entry
         if only is not None and name not in only:
             continue
-        split = wrapped_split(entry) if isinstance(entry, dict) else None
-        if split is None:
-            url = _remote_url(entry) if isinstance(entry, dict) else None
-            outcomes.append(Outcome(name, "left alone" if url else "not wrapped", url or ""))
+        wrapped = parse_wrapped(entry)
+        if wrapped is None:
+            detail = "runs mcptape, but not as `mcptape wrap` writes it" if is_recorded(entry) else ""
+            outcomes.append(Outcome(name, "not wrapped", detail))
             continue
-        original = split[1]
-        if not original:
-            outcomes.append(Outcome(name, "skipped", "wrapped, but no command after `--`; fix it by hand"))
-            continue
-        servers[name] = _replace_command(entry, original[0], original[1:])
-        outcomes.append(Outcome(name, "unwrapped", _join(original)))
+        backup_entry = backed_up.get(name) if isinstance(backed_up, dict) else None
+        servers[name] = _unwrap_entry(entry, wrapped, backup_entry)
+        tokens = tokens_of(entry) or []
+        restored = wrapped.url or "" if wrapped.cut is None else shlex.join(tokens[wrapped.cut :])
+        outcomes.append(Outcome(name, "unwrapped", restored))
     return {**document, "mcpServers": servers}, outcomes
 
 
-def unified_diff(old: str, new: str, path: Path) -> str:
-    """A unified diff from the current file text to the text that would be written."""
-    import difflib
+def rewrite_text(text: str, old: dict[str, Any], new: dict[str, Any], backup_text: str | None = None) -> str:
+    """``text`` (which parses to ``old``) edited in place so that it parses to ``new``,
+    where ``new`` differs from ``old`` only in entries wrapped or unwrapped above.
+    ``backup_text`` is the backed-up original, whose exact remote members unwrap restores.
 
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=f"{path}", tofile=f"{path}"
-    )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace the file's content in one step (temp file, fsync, rename), keeping its mode."""
-    import stat
-    import tempfile
-
-    # A symlinked config (dotfile managers) keeps its link: the file it points to is replaced.
-    target = path.resolve()
-    mode = stat.S_IMODE(target.stat().st_mode)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, target)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    Raises EditError when the text cannot be edited in place; nothing is re-rendered.
+    """
+    spans = configedit.server_entries(text)
+    backup_entries: dict[str, str] = {}
+    backup: dict[str, Any] = {}
+    if backup_text is not None:
+        try:
+            backup = json.loads(backup_text)["mcpServers"]
+            backup_spans = configedit.server_entries(backup_text)
+            backup_entries = {name: backup_text[a:b] for name, (a, b) in backup_spans.items()}
+        except (ValueError, KeyError, TypeError, RecursionError, EditError):
+            backup = {}
+    edits: dict[str, str] = {}
+    for name, entry in new["mcpServers"].items():
+        before = old["mcpServers"][name]
+        if entry is before:
+            continue
+        entry_text = text[spans[name][0] : spans[name][1]]
+        edits[name] = _edit_entry(entry_text, before, entry, backup.get(name), backup_entries.get(name))
+    result = configedit.splice(text, spans, edits)
+    if json.loads(result) != new:
+        raise EditError("the edited text does not read back as intended")
+    return result
 
 
-def ensure_backup(path: Path) -> tuple[Path, bool]:
-    """Copy the file to ``<file>.mcptape-backup`` unless a backup exists; (its path, made now?)."""
-    import shutil
-
-    target = path.resolve()
-    backup = target.with_name(target.name + BACKUP_SUFFIX)
-    try:
-        # Exclusive creation: an existing backup holds the older original and is never replaced.
-        with open(backup, "xb") as out, open(target, "rb") as src:
-            shutil.copyfileobj(src, out)
-    except FileExistsError:
-        return backup, False
-    shutil.copymode(target, backup)
-    return backup, True
-
-
-def _join(command: list[str]) -> str:
-    import shlex
-
-    return shlex.join(command)
+def _edit_entry(
+    entry_text: str, before: dict[str, Any], after: dict[str, Any], backup_entry: Any, backup_text: str | None
+) -> str:
+    wrapped = parse_wrapped(before)
+    if wrapped is None:  # wrapping
+        if "command" in before:
+            args = after["args"]
+            prefix = args[: len(args) - len(tokens_of(before) or [])]
+            return configedit.wrap_command(entry_text, after["command"], prefix)
+        new_members = [
+            ("command", configedit.json_string(after["command"])),
+            ("args", json.dumps(after["args"], ensure_ascii=False)),
+        ]
+        return configedit.replace_members(entry_text, REMOTE_KEYS, new_members)
+    if wrapped.cut is not None:
+        return configedit.unwrap_command(entry_text, wrapped.cut - 1, "args" not in after)
+    original = None
+    if backup_text is not None and _backup_remote(before, wrapped, backup_entry) is not None:
+        original = configedit.member_run(backup_text, REMOTE_KEYS)
+    members = [(k, json.dumps(v, ensure_ascii=False)) for k, v in after.items() if k in REMOTE_KEYS]
+    return configedit.replace_members(entry_text, ("command", "args"), original or members)

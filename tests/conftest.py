@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT.parent / "shared" / "corpus"
+CORPUS = ROOT / "tests" / "data" / "corpus"
 NPM_DIR = ROOT / "tests" / "npm"
 MCPTAPE = [sys.executable, "-m", "mcptape"]
 

@@ -17,7 +17,6 @@ from mcptape.config import (
     known_upstreams,
     load_config,
     parse_entry,
-    render_config,
     resolve_upstream,
 )
 from tests.conftest import ROOT
@@ -121,7 +120,7 @@ def test_builtin_upstreams_run_with_this_interpreter() -> None:
     builtins = builtin_upstreams()
     assert builtins["demo"].command == [sys.executable, "-m", "mcptape.servers.demo"]
     assert builtins["debug-script"].command == [sys.executable, "-m", "mcptape.servers.debug_script"]
-    assert resolve_upstream("demo") == builtins["demo"]
+    assert resolve_upstream("demo", default_config=Path("/nonexistent/config.json")) == builtins["demo"]
 
 
 def test_config_entry_takes_precedence_over_a_builtin(tmp_path: Path) -> None:
@@ -135,8 +134,49 @@ def test_unknown_upstream_error_lists_the_known_names(tmp_path: Path) -> None:
     path = write_config(tmp_path, {"files": {"command": "npx"}})
     with pytest.raises(ConfigError, match=r"unknown upstream 'filez'.*: files, debug-script, demo$"):
         resolve_upstream("filez", path)
-    with pytest.raises(ConfigError, match=r"\(built-ins\): debug-script, demo$"):
-        resolve_upstream("filez")
+    with pytest.raises(ConfigError, match=r"no desktop client config at .*pass --config FILE"):
+        resolve_upstream("filez", default_config=tmp_path / "none.json")
+
+
+def test_without_config_the_desktop_clients_config_is_read(tmp_path: Path) -> None:
+    path = write_config(tmp_path, {"files": {"command": "npx", "args": ["-y", "srv"]}})
+    assert resolve_upstream("files", default_config=path).command == ["npx", "-y", "srv"]
+    assert resolve_upstream("demo", default_config=path) == builtin_upstreams()["demo"]
+    with pytest.raises(ConfigError) as caught:
+        resolve_upstream("filez", default_config=path)
+    message = str(caught.value)
+    assert f"not in {path} (the desktop client's config" in message
+    assert "known names: files, debug-script, demo; pass --config FILE" in message
+    # A broken client config does not hide the built-ins, and is named when it matters.
+    path.write_text("{nope", encoding="utf-8")
+    assert resolve_upstream("demo", default_config=path) == builtin_upstreams()["demo"]
+    with pytest.raises(ConfigError, match=r"invalid JSON.*read because no --config was given"):
+        resolve_upstream("files", default_config=path)
+
+
+def test_record_upstream_without_config_uses_the_desktop_clients_config(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from tests.conftest import MCPTAPE
+    from tests.recording import RAW_ECHO
+
+    claude = tmp_path / "xdg" / "Claude"
+    claude.mkdir(parents=True)
+    entry = {"command": RAW_ECHO[0], "args": RAW_ECHO[1:]}
+    (claude / "claude_desktop_config.json").write_text(json.dumps({"mcpServers": {"echo": entry}}))
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "xdg"), "MCPTAPE_DB": str(tmp_path / "rec.db")}
+    line = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    done = subprocess.run(
+        [*MCPTAPE, "record", "--upstream", "echo"], input=line, capture_output=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == line
+    missing = subprocess.run(
+        [*MCPTAPE, "record", "--upstream", "files"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert missing.returncode == 2
+    assert "the desktop client's config" in missing.stderr and "--config FILE" in missing.stderr
 
 
 def test_default_client_config_path_follows_each_platform() -> None:
@@ -154,35 +194,19 @@ def test_default_client_config_path_follows_each_platform() -> None:
     assert default_client_config_path("linux", {"XDG_CONFIG_HOME": "conf"}, home) == home / ".config" / claude
 
 
-def test_render_config_rewrites_only_the_changed_entries() -> None:
-    original = CLAUDE.read_text(encoding="utf-8")
-    document = json.loads(original)
-    document["mcpServers"]["git"] = {"command": "git-mcp"}
-    text = render_config(document, original, {"git"})
-    assert json.loads(text) == document
-    old_entry = (
-        '{\n      "command": "uvx",\n'
-        '      "args": ["mcp-server-git", "--repository", "/Users/alice/src/my project"]\n    }'
-    )
-    assert old_entry in original
-    # Everything else, one-line args of the neighbours included, keeps its bytes.
-    assert text == original.replace(old_entry, '{\n      "command": "git-mcp"\n    }')
+def test_a_deeply_nested_config_is_a_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text('{"mcpServers": {}, "x": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
+    with pytest.raises(ConfigError, match="nested too deeply") as caught:
+        load_config(path)
+    assert "\n" not in str(caught.value)
 
 
-def test_render_config_keeps_crlf_line_endings_and_tabs() -> None:
-    original = '{\r\n\t"mcpServers": {\r\n\t\t"a": {"command": "x"}\r\n\t}\r\n}\r\n'
-    document = {"mcpServers": {"a": {"command": "y", "args": ["1"]}}}
-    text = render_config(document, original, {"a"})
-    assert json.loads(text) == document
-    assert "\n" not in text.replace("\r\n", "")
-    assert '\r\n\t\t\t"command": "y",\r\n' in text
-    assert text.endswith("}\r\n")
+def test_reading_a_config_keeps_crlf_and_strips_only_the_bom(tmp_path: Path) -> None:
+    from mcptape.config import read_config_document
 
-
-def test_render_config_re_renders_a_file_it_cannot_edit_in_place() -> None:
-    # Duplicate keys: the parsed document keeps the last one, so splicing is refused.
-    original = '{"mcpServers": {"a": {"command": "x"}, "a": {"command": "z"}}}'
-    document = {"mcpServers": {"a": {"command": "y"}}}
-    text = render_config(document, original, {"a"})
-    assert json.loads(text) == document
-    assert text == '{\n  "mcpServers": {\n    "a": {\n      "command": "y"\n    }\n  }\n}'
+    path = tmp_path / "c.json"
+    path.write_bytes(b'\xef\xbb\xbf{\r\n  "mcpServers": {}\r\n}\r\n')
+    text, document = read_config_document(path)
+    assert text == '{\r\n  "mcpServers": {}\r\n}\r\n'
+    assert document == {"mcpServers": {}}

@@ -67,11 +67,17 @@ def text_of(result: CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
 
 
-def results(result: CallToolResult) -> list[dict[str, Any]]:
+def hits(result: CallToolResult) -> list[dict[str, Any]]:
+    """Every hit as the tool returned it: type, value, line, column, function (and what was cut)."""
     assert not result.is_error, text_of(result)
     assert result.structured_content is not None
     values: list[dict[str, Any]] = result.structured_content["results"]
     return values
+
+
+def results(result: CallToolResult) -> list[dict[str, Any]]:
+    """The typed values alone, in hit order."""
+    return [{"type": hit["type"], "value": hit["value"]} for hit in hits(result)]
 
 
 def error(result: CallToolResult) -> str:
@@ -114,7 +120,14 @@ def test_tool_is_listed_with_all_inputs_required_and_an_output_schema() -> None:
     assert set(tool.input_schema["required"]) == {"command", "breakpoint", "expression", "timeout"}
     assert set(tool.input_schema["properties"]["breakpoint"]["required"]) == {"file", "line"}
     assert tool.output_schema is not None
-    assert set(tool.output_schema["properties"]) == {"results", "error"}
+    assert set(tool.output_schema["properties"]) == {"results", "notes", "error"}
+    assert set(tool.output_schema["properties"]["results"]["items"]["required"]) == {
+        "type",
+        "value",
+        "line",
+        "column",
+        "function",
+    }
 
 
 def test_loop_reports_a_value_of_every_type_in_hit_order() -> None:
@@ -132,10 +145,11 @@ def test_loop_reports_a_value_of_every_type_in_hit_order() -> None:
         {"type": "boolean", "value": True},
         {"type": "symbol", "value": "Symbol(tag)"},
     ]
+    assert {(hit["line"], hit["column"], hit["function"]) for hit in hits(result)} == {(21, 19, "visit")}
+    # The values travel once, in structuredContent; the text is one summary line.
     text = text_of(result)
-    assert "11 hits at" in text and "loop.js:21" in text
-    assert "9. bigint: 100000000000000000000n" in text
-    assert "The process exited (status 0)." in text
+    assert text.startswith(f"11 hits at {DATA / 'loop.js'}:21 (line 21); the process exited (status 0).")
+    assert "100000000000000000000n" not in text
 
 
 def test_local_variable_visible_only_in_the_paused_frame_is_evaluated() -> None:
@@ -208,8 +222,8 @@ def test_endless_loop_times_out_and_leaves_no_process(tmp_path: Path) -> None:
 
 
 def test_missing_executable_is_a_clear_error() -> None:
-    message = error(call(args("no-such-node-binary --inspect-brk=0 loop.js", "loop.js", 21, "value")))
-    assert message.startswith("Cannot start command: 'no-such-node-binary' was not found")
+    message = error(call(args("/no/such/dir/node --inspect-brk=0 loop.js", "loop.js", 21, "value")))
+    assert message.startswith("Cannot start command: '/no/such/dir/node' was not found")
 
 
 def test_unbalanced_quote_in_the_command_is_a_clear_error() -> None:

@@ -17,6 +17,8 @@ from tests.conftest import ROOT
 DATA = ROOT / "tests" / "data" / "debug_script"
 
 
+HITS = [{"type": "number", "value": n, "line": 5, "column": 3, "function": ""} for n in range(3)]
+
 # The built-in upstream by name, and the same server spelled out as a command.
 UPSTREAMS = {
     "registered": ["--upstream", "debug-script"],
@@ -53,9 +55,7 @@ def test_recorded_debug_script_call_appears_in_the_tool_calls_view(db_path: Path
         async with Client(params, read_timeout_seconds=60) as client:
             result = await client.call_tool("debug-script", arguments)
             assert not result.is_error
-            assert result.structured_content == {
-                "results": [{"type": "number", "value": n} for n in range(3)]
-            }
+            assert result.structured_content == {"results": HITS}
 
     asyncio.run(run())
 
@@ -69,6 +69,4 @@ def test_recorded_debug_script_call_appears_in_the_tool_calls_view(db_path: Path
     assert tool == "debug-script"
     assert json.loads(recorded_arguments) == arguments
     assert is_error == 0
-    assert json.loads(result)["structuredContent"] == {
-        "results": [{"type": "number", "value": n} for n in range(3)]
-    }
+    assert json.loads(result)["structuredContent"] == {"results": HITS}

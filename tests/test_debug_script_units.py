@@ -13,12 +13,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mcptape.servers.debug_script.arguments import parse_arguments
 from mcptape.servers.debug_script.errors import DebugScriptError, timeout_message
-from mcptape.servers.debug_script.evaluate import HitValue
+from mcptape.servers.debug_script.evaluate import HitValue, escape_lone_surrogates
 from mcptape.servers.debug_script.launch import inspector_port, split_command, with_inspect_brk
+from mcptape.servers.debug_script.locations import HitLocation, code_lines, refusal_note, slide_allowed
+from mcptape.servers.debug_script.policy import CommandPolicy
 from mcptape.servers.debug_script.predict import PredictedLocation, predict_locations, search_roots
-from mcptape.servers.debug_script.server import format_outcome, render_value
-from mcptape.servers.debug_script.session import DebugOutcome
+from mcptape.servers.debug_script.server import summarize
+from mcptape.servers.debug_script.session import DebugOutcome, Hit
 from mcptape.servers.debug_script.sourcemap import (
     Mapping,
     SourceMap,
@@ -29,6 +32,7 @@ from mcptape.servers.debug_script.sourcemap import (
     path_from_url,
 )
 from mcptape.servers.debug_script.target import BreakpointTarget, url_regex
+from mcptape.servers.debug_script.transport import LONE_SURROGATE_KEY, answerable_line
 from tests.conftest import ROOT
 
 TS = ROOT / "tests" / "data" / "debug_script" / "ts"
@@ -242,8 +246,16 @@ def test_inspector_port_comes_from_inspect_brk_else_9229(argv: list[str], port: 
 def test_inspect_brk_is_added_only_to_a_plain_node_command() -> None:
     assert with_inspect_brk(["node", "x.js"]) == ["node", "--inspect-brk=0", "x.js"]
     assert with_inspect_brk(["/usr/bin/node", "x.js"]) == ["/usr/bin/node", "--inspect-brk=0", "x.js"]
-    assert with_inspect_brk(["node", "--inspect=9229", "x.js"]) == ["node", "--inspect=9229", "x.js"]
+    assert with_inspect_brk(["node", "--inspect-brk=9229", "x.js"]) == ["node", "--inspect-brk=9229", "x.js"]
     assert with_inspect_brk(["npm", "run", "debug"]) == ["npm", "run", "debug"]
+
+
+@pytest.mark.parametrize("flag", ["--inspect", "--inspect=0", "--inspect=127.0.0.1:9229"])
+def test_inspect_without_brk_is_refused_with_the_flag_to_use(flag: str) -> None:
+    with pytest.raises(DebugScriptError) as caught:
+        with_inspect_brk(["node", flag, "x.js"])
+    assert caught.value.message.startswith(f"{flag} starts the inspector but lets the script run")
+    assert f"use {flag.replace('--inspect', '--inspect-brk')} instead" in caught.value.message
 
 
 def test_timeout_message_has_no_spurious_decimal() -> None:
@@ -251,19 +263,163 @@ def test_timeout_message_has_no_spurious_decimal() -> None:
     assert timeout_message(1500.5) == "Timeout waiting for breakpoint after 1500.5 ms"
 
 
-def test_values_render_as_json_and_descriptions_bare() -> None:
-    assert render_value(HitValue("string", "a")) == '"a"'
-    assert render_value(HitValue("object", {"k": [1, None]})) == '{"k": [1, null]}'
-    assert render_value(HitValue("undefined", None)) == "undefined"
-    assert render_value(HitValue("bigint", "10n", described=True)) == "10n"
-    assert HitValue("bigint", "10n", described=True).as_json() == {"type": "bigint", "value": "10n"}
+def test_hit_json_puts_the_location_beside_type_and_value() -> None:
+    hit = Hit(HitValue("bigint", "10n", described=True, truncated=5), HitLocation(5, 3, "f"))
+    assert hit.as_json() == {
+        "type": "bigint",
+        "value": "10n",
+        "line": 5,
+        "column": 3,
+        "function": "f",
+        "truncated": 5,
+    }
+    assert list(hit.as_json())[:2] == ["type", "value"]
 
 
-def test_outcome_text_lists_hits_and_how_the_run_ended() -> None:
-    outcome = DebugOutcome("/p/t.js:3", "i", [HitValue("number", 0), HitValue("number", 1)], True, "stopped")
-    assert format_outcome(outcome) == (
-        "2 hits at /p/t.js:3, evaluating `i`:\n"
-        "1. number: 0\n"
-        "2. number: 1\n"
-        "The timeout elapsed while the process was still running; it was stopped."
+def test_summary_is_one_line_without_the_values_plus_notes() -> None:
+    hits = [Hit(HitValue("string", "secret-value"), HitLocation(4, 3, "")) for _ in range(2)]
+    outcome = DebugOutcome("/p/t.js:3", "i", hits, True, "stopped", ["Line 3 holds no code; ..."])
+    assert summarize(outcome) == (
+        "2 hits at /p/t.js:3 (line 4); the timeout elapsed and the process was stopped. "
+        "The values are in structuredContent.results.\nLine 3 holds no code; ..."
     )
+    cut = DebugOutcome(
+        "/p/t.js:3",
+        "i",
+        [Hit(HitValue("string", "a", truncated=9), HitLocation(3, 1, ""))],
+        False,
+        "status 0",
+    )
+    assert "1 value was cut (see `truncated`; raise max_value_length" in summarize(cut)
+
+
+def test_code_lines_skip_blank_comment_and_bracket_only_lines() -> None:
+    source = 'a();\n\n// note\n/* one\n two */ b();\n  });\n`x\ny`;\n"s"; // c\n'
+    assert code_lines(source) == [True, False, False, False, True, False, True, True, True, False]
+
+
+def test_a_pause_counts_on_its_line_or_after_lines_without_code_only() -> None:
+    code = [True, False, False, True, True]
+    assert slide_allowed(code, 0, 0)
+    assert slide_allowed(code, 1, 3)  # lines 1-2 hold no code
+    assert not slide_allowed(code, 0, 3)  # line 0 holds code: V8 left it
+    assert not slide_allowed(code, 3, 1)  # never backwards
+    assert not slide_allowed(None, 1, 3)  # no source text: only the same line
+
+
+def test_refusal_note_names_the_code_that_was_skipped() -> None:
+    note = refusal_note(2, HitLocation(5, 13, "called"), [True, True, True, True, True])
+    assert note.startswith(
+        "V8 placed the breakpoint for line 2 at line 5, column 13, in called(), past the code on line 2"
+    )
+
+
+def test_reverse_lookup_finds_the_mapping_covering_a_generated_position() -> None:
+    source_map = SourceMap(["a.ts"], decode_mappings("AAAA,UAAE;AACA"))
+    covering = source_map.original_position(0, 12)
+    assert covering is not None and (covering.original_line, covering.original_column) == (0, 2)
+    assert source_map.original_position(5, 0) is None
+    assert source_map.landing(0, 1) == (1, 0, 1)
+
+
+def test_a_map_without_the_file_name_is_not_decoded(tmp_path: Path) -> None:
+    (tmp_path / "x.js.map").write_text('{"version": 3, "sources": ["other.ts"], "mappings": "!!!"}')
+    assert load_source_map("x.js.map", str(tmp_path / "x.js"), frozenset({b"test.ts"})) is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "policy", "allowed"),
+    [
+        (["node", "x.js"], CommandPolicy(), True),
+        (["/opt/node20/bin/nodejs", "x.js"], CommandPolicy(), True),
+        (["npx", "tsx", "x.ts"], CommandPolicy(), False),
+        (["npx", "tsx", "x.ts"], CommandPolicy(frozenset({"npx"})), True),
+        (["/usr/bin/env", "node"], CommandPolicy(frozenset({"env"})), True),
+        (["/tmp/env", "node"], CommandPolicy(frozenset({"/usr/bin/env"})), False),
+        (["bash", "-c", "x"], CommandPolicy(allow_any=True), True),
+    ],
+)
+def test_only_node_runs_unless_the_server_allows_more(
+    argv: list[str], policy: CommandPolicy, allowed: bool
+) -> None:
+    if allowed:
+        policy.check(argv)
+    else:
+        with pytest.raises(DebugScriptError, match=r"^Refusing to run"):
+            policy.check(argv)
+
+
+def test_arguments_are_checked_into_a_request() -> None:
+    request = parse_arguments(
+        {
+            "command": "node x.js",
+            "breakpoint": '{"file": "x.js", "line": 3.0}',
+            "expression": "i",
+            "timeout": 5,
+            "max_value_length": 7,
+        }
+    )
+    assert (request.file, request.line, request.timeout_ms, request.max_value_length) == ("x.js", 3, 5.0, 7)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ([], "arguments must be an object with command, breakpoint, expression, timeout; got a list."),
+        ({"command": "node"}, "missing required arguments breakpoint, expression, timeout;"),
+        (
+            {"command": "node", "breakpoint": {"file": "x", "line": True}, "expression": "i", "timeout": 1},
+            "breakpoint.line must be a whole number (1-based, as editors show lines); got the boolean true.",
+        ),
+        (
+            {
+                "command": "node",
+                "breakpoint": {"file": "x", "line": 1},
+                "expression": "i",
+                "timeout": float("nan"),
+            },
+            "timeout must be a positive number of milliseconds, e.g. 5000; got nan.",
+        ),
+        (
+            {
+                "command": "node",
+                "breakpoint": {"file": "x", "line": 1, "col": 2},
+                "expression": "i",
+                "timeout": 1,
+            },
+            "breakpoint has unknown field 'col': expected only file and line.",
+        ),
+        (
+            {
+                "command": "node",
+                "breakpoint": {"file": "x\ud800", "line": 1},
+                "expression": "i",
+                "timeout": 1,
+            },
+            "breakpoint.file holds a lone UTF-16 surrogate",
+        ),
+    ],
+)
+def test_bad_arguments_get_one_sentence(arguments: object, message: str) -> None:
+    with pytest.raises(DebugScriptError) as caught:
+        parse_arguments(arguments)
+    assert caught.value.message.startswith(message)
+    assert "\n" not in caught.value.message
+
+
+def test_lone_surrogates_are_escaped_in_strings_keys_and_nesting_and_pairs_are_kept() -> None:
+    value = {"k\ud83d": ["\udc00x", "\U0001f600"], "n": 1}
+    assert escape_lone_surrogates(value) == ({"k\\ud83d": ["\\udc00x", "\U0001f600"], "n": 1}, True)
+    assert escape_lone_surrogates("plain é") == ("plain é", False)
+
+
+def test_a_request_line_with_a_lone_surrogate_becomes_answerable() -> None:
+    line = (
+        '{"jsonrpc": "2.0", "id": 7, "method": "tools/call", '
+        '"params": {"name": "debug-script", "arguments": {"expression": "\\ud83d"}}}\n'
+    )
+    rewritten = json.loads(answerable_line(line))
+    assert rewritten["id"] == 7
+    assert rewritten["params"]["arguments"] == {"expression": "\ufffd", LONE_SURROGATE_KEY: "expression"}
+    paired = '{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": "\\ud83d\\ude00"}}'
+    assert answerable_line(paired) == paired

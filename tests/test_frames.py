@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import orjson
 import pytest
 
-from mcptape.frames import Frame, classify, encode_id, error_response
+from mcptape.frames import Frame, classify, classify_batch, encode_id, error_response, id_key
 from mcptape.proxy.handshake import client_hello, server_hello
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, ROOT
+from tests.recording import RAW_ECHO, Recording, frame_bytes, query
 
 
 @pytest.mark.parametrize(
@@ -46,11 +48,12 @@ def test_numeric_and_string_ids_stay_distinct() -> None:
     assert encode_id(1) != encode_id("1")
 
 
-def test_frame_keeps_exact_bytes_including_invalid_utf8() -> None:
-    data = b'{"jsonrpc":"2.0","method":"x","params":{"s":"\xff"}}'
+def test_frame_with_invalid_utf8_is_classified_on_a_lossy_decode_and_keeps_its_bytes() -> None:
+    data = b'{"jsonrpc":"2.0","id":"r\xff1","method":"tools/call","params":{"s":"\xff\xfe"}}'
     f = Frame(data, "c2s")
     assert f.data == data
-    assert f.kind == "malformed"  # orjson rejects invalid UTF-8
+    assert (f.kind, f.method, f.rpc_id) == ("request", "tools/call", '"r\ufffd1"')
+    assert f.message["params"]["s"] == "\ufffd\ufffd"
     assert f.origin == "client"
     assert "\ufffd" in f.text()
 
@@ -112,3 +115,208 @@ def test_a_large_frame_is_classified_and_parsed_again_on_demand() -> None:
     assert f.kind == "batch"
     assert f.message[0]["method"] == "a"  # not kept after classification, parsed again
     assert Frame(b"not json" * 200_000, "s2c").message is None
+
+
+def test_the_corpus_lives_in_the_repository_and_nothing_reads_shared() -> None:
+    assert CORPUS.is_relative_to(ROOT) and (CORPUS / "README.md").is_file()
+    offenders = []
+    for top in ("mcptape", "tests", "bench", "scripts"):
+        for path in (ROOT / top).rglob("*"):
+            if "node_modules" in path.parts or path.suffix not in (".py", ".toml", ".cfg", ".sh", ""):
+                continue
+            if path.is_file() and path != Path(__file__):
+                text = path.read_text(errors="replace")
+                if "../shared" in text or "/work/shared" in text or '"shared" / "corpus"' in text:
+                    offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
+
+
+def _deep(depth: int, opener: str = "[") -> bytes:
+    closer = {"[": "]", "{": "}"}[opener]
+    inner = (('{"a":' * depth) + "0" + ("}" * depth)) if opener == "{" else ("[" * depth + "]" * depth)
+    assert closer
+    return b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"x":' + inner.encode() + b"}}"
+
+
+@pytest.mark.parametrize("depth", [1100, 200_000])
+@pytest.mark.parametrize("opener", ["[", "{"])
+def test_nesting_deeper_than_the_parsers_go_is_malformed_and_never_raises(depth: int, opener: str) -> None:
+    data = _deep(depth, opener)
+    c, msg = classify(data)
+    assert (c.kind, msg) == ("malformed", None)
+    f = Frame(data, "s2c")
+    assert (f.kind, f.method, f.rpc_id, f.message) == ("malformed", None, None, None)
+    assert classify_batch(b"[" + data + b"]") == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":NaN}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":-Infinity}',
+        b'{"jsonrpc":"2.0","id":1,"method":"m"',
+        b'{"jsonrpc":"2.0","id":1,"method":"m","params":' + b"9" * 5000 + b"}",
+        b"\x00\x01\x02",
+        b"\xff" * 10,
+        b"",
+        b'{"jsonrpc":"2.0","id":' + b"[" * 1100 + b"]" * 1100 + b',"method":"m"}',
+    ],
+)
+def test_any_line_that_cannot_be_parsed_is_malformed(line: bytes) -> None:
+    c, _ = classify(line)
+    assert c.kind == "malformed"
+    assert Frame(line, "c2s").kind == "malformed"
+
+
+ID_TEXTS = [
+    "18446744073709551616",
+    "18446744073709551617",
+    "-9223372036854775809",
+    "123456789012345678901234567890",
+    "1.0",
+    "1e0",
+    "1E+2",
+    "-0",
+    "0",
+    "0.5",
+    '"\\u00e9t\\u00e9"',
+    '"a\\/b"',
+    '"plain"',
+    '"\\ud800"',
+    "7",
+]
+
+
+@pytest.mark.parametrize("id_text", ID_TEXTS)
+def test_ids_keep_their_exact_wire_text(id_text: str) -> None:
+    # A backslash elsewhere in the frame, and the id after a large member, as the
+    # TypeScript SDK writes responses.
+    request = f'{{"jsonrpc":"2.0","id":{id_text},"method":"m","params":{{"t":"a\\nb"}}}}'.encode()
+    response = f'{{"result":{{"t":"x\\"y","id":5}},"jsonrpc":"2.0","id" : {id_text} }}'.encode()
+    assert classify(request)[0].rpc_id == id_text
+    assert classify(response)[0].rpc_id == id_text
+    assert Frame(request, "c2s").rpc_id == id_text
+
+
+def test_the_last_id_member_wins_and_an_escaped_key_counts() -> None:
+    c, _ = classify(b'{"jsonrpc":"2.0","id":1,"method":"m","\\u0069d":18446744073709551616.0}')
+    assert c.rpc_id == "18446744073709551616.0"
+    c, _ = classify(b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"id":2.0},"id":3.0}')
+    assert c.rpc_id == "3.0"
+
+
+def test_an_object_id_loses_only_its_whitespace() -> None:
+    c, _ = classify(b'{"jsonrpc":"2.0","id":{ "a" : [1.0, "x y"] },"method":"m"}')
+    assert (c.kind, c.rpc_id) == ("request", '{"a":[1.0,"x y"]}')
+
+
+@pytest.mark.parametrize("id_text", ID_TEXTS)
+def test_an_error_response_carries_the_request_id_text_unchanged(id_text: str) -> None:
+    c, _ = classify(f'{{"jsonrpc":"2.0","id":{id_text},"method":"m"}}'.encode())
+    assert c.rpc_id is not None
+    out = error_response(c.rpc_id, -32000, "the server exited", {"exitCode": 3})
+    assert out.startswith(b'{"jsonrpc":"2.0","id":' + id_text.encode() + b',"error":')
+    back, _ = classify(out)
+    assert (back.kind, back.rpc_id) == ("error", id_text)
+    assert json.loads(out)["error"] == {
+        "code": -32000,
+        "message": "the server exited",
+        "data": {"exitCode": 3},
+    }
+
+
+def test_batch_elements_are_classified_with_exact_ids() -> None:
+    data = (
+        b'[{"jsonrpc":"2.0","id":18446744073709551617,"method":"a","params":{"s":"\\n"}},'
+        b' {"jsonrpc":"2.0","method":"b"}, 5, {"jsonrpc":"2.0","id":"\\u0041","result":{}}]'
+    )
+    got = [(c.kind, c.method, c.rpc_id) for c in classify_batch(data)]
+    assert got == [
+        ("request", "a", "18446744073709551617"),
+        ("notification", "b", None),
+        ("malformed", None, None),
+        ("response", None, '"\\u0041"'),
+    ]
+    assert classify_batch(b'{"jsonrpc":"2.0","id":1,"method":"a"}') == []
+
+
+@pytest.mark.parametrize(
+    "same",
+    [
+        ["1", "1.0", "1e0", "10e-1", "1E+0", "0.1e1", " 1 "],
+        ["0", "-0", "0.0", "0e10", "-0.0e-3"],
+        ["100", "1e2", "1E+2", "100.000"],
+        ["1.5", "15e-1", "1.50"],
+        ['"é"', '"\\u00e9"', '"\\u00E9"'],
+        ['"a/b"', '"a\\/b"'],
+        ["null"],
+    ],
+)
+def test_id_key_is_equal_for_ids_peers_take_as_equal(same: list[str]) -> None:
+    assert len({id_key(text) for text in same}) == 1
+
+
+def test_id_key_keeps_apart_what_peers_keep_apart() -> None:
+    texts = [
+        "1",
+        '"1"',
+        "18446744073709551616",
+        "18446744073709551617",
+        "-1",
+        "1.5",
+        "null",
+        '"null"',
+        "true",
+    ]
+    assert len({id_key(t) for t in texts}) == len(texts)
+
+
+def test_id_key_is_the_id_text_for_common_ids_and_short_for_huge_exponents() -> None:
+    for text in ("7", "0", "-12", '"abc"', '"7f3a-11"', "null", "18446744073709551617"):
+        assert id_key(text) == text
+    assert id_key("1.0") == "1" and id_key("0.001") == "0.001"
+    assert len(id_key("1e999999999")) < 20
+    assert id_key("1e999999999") != id_key("1e999999998")
+
+
+@pytest.mark.parametrize("junk", ["", "nonsense", "1e", "-", '"unterminated', "{", "NaN", "--1"])
+def test_id_key_never_raises(junk: str) -> None:
+    assert isinstance(id_key(junk), str)
+
+
+def test_a_deeply_nested_line_is_forwarded_and_recorded_as_malformed_and_the_session_goes_on(
+    db_path: Path,
+) -> None:
+    deep = _deep(100_000)
+    after = b'{"jsonrpc":"2.0","id":18446744073709551617,"method":"ping"}'
+    rec = Recording(db_path, RAW_ECHO)
+    try:
+        rec.send(deep + b"\n")
+        assert rec.recv() == deep + b"\n"
+        rec.send(after + b"\n")
+        assert rec.recv() == after + b"\n"
+        rec.close_stdin()
+        assert rec.wait() == 0
+    finally:
+        rec.kill()
+    rows = query(db_path, "select direction, kind, method, rpc_id, text, raw from frames order by seq")
+    assert [(r[0], r[1], r[2], r[3]) for r in rows] == [
+        ("c2s", "malformed", None, None),
+        ("s2c", "malformed", None, None),
+        ("c2s", "request", "ping", "18446744073709551617"),
+        ("s2c", "request", "ping", "18446744073709551617"),
+    ]
+    assert [frame_bytes(r[4], r[5]) for r in rows] == [deep, deep, after, after]
+
+
+@pytest.mark.parametrize(
+    ("line", "id_text"),
+    [
+        (b'{"jsonrpc":"2.0","result":{},"note":"x\\",\\"id\\":\\"a","id":"\\u0061"}', '"\\u0061"'),
+        (b'{"jsonrpc":"2.0","id":"\\u0061","result":{"id":"a"},"note":",\\"id\\":\\"a\\"}"}', '"\\u0061"'),
+        (b'{"id":"a","jsonrpc":"2.0","result":{},"id":"\\u0062"}', '"\\u0062"'),
+        (b'{"method":"m","id":1E400,"params":{"s":"\\n"}}', "1E400"),
+    ],
+)
+def test_ids_are_found_where_strings_only_pretend_to_hold_them(line: bytes, id_text: str) -> None:
+    assert classify(line)[0].rpc_id == id_text

@@ -68,7 +68,7 @@ def test_kinds_methods_and_ids_are_recorded(db_path: Path) -> None:
         ("request", "with/cr", "3"),
         ("batch", None, None),
         ("malformed", None, None),
-        ("malformed", None, None),
+        ("request", "bad utf8", "5"),  # classified on a lossy decode, as servers read it
         ("malformed", None, None),
     ]
 

@@ -89,7 +89,8 @@ def test_wrap_leaves_remote_entries_alone_and_says_so() -> None:
         assert wrapped["mcpServers"][name] == original()["mcpServers"][name]
     remote = [o for o in outcomes if o.name in REMOTE_ENTRIES]
     assert [o.action for o in remote] == ["left alone", "left alone"]
-    assert "mcptape proxy" in remote[0].detail
+    # It says what wrap can do about them, not what a command that does not exist would.
+    assert "mcptape proxy" not in remote[0].detail and "--remote" in remote[0].detail
 
 
 def test_wrapping_twice_changes_nothing() -> None:
@@ -172,10 +173,15 @@ def test_wrap_backs_up_the_original_once(config: Path) -> None:
     assert backup.read_bytes() == CLAUDE.read_bytes()
     assert stat.S_IMODE(backup.stat().st_mode) == 0o600
     # A second wrap finds the file partly wrapped: the backup must still hold the original.
+    after_first = config.read_bytes()
     second = mcptape("wrap", config)
     assert second.returncode == 0, second.stderr
-    assert "Kept the existing backup" in second.stdout
+    assert f"Kept the original in {backup}" in second.stdout
     assert backup.read_bytes() == CLAUDE.read_bytes()
+    # Every rewrite is backed up: the file as the second wrap found it is kept too.
+    previous = config.with_name(config.name + ".mcptape-previous")
+    assert previous.read_bytes() == after_first
+    assert stat.S_IMODE(previous.stat().st_mode) == 0o600
 
 
 def test_only_takes_repeated_or_comma_separated_names(config: Path) -> None:
@@ -210,7 +216,10 @@ def test_dry_run_prints_a_diff_and_writes_nothing(config: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"--- {config}\n+++ {config}\n@@ ")
     assert '-      "command": "uvx",\n' in result.stdout
-    assert '+        "record",\n' in result.stdout
+    assert (
+        '+      "args": ["record", "--name", "git", "--", "uvx", "mcp-server-git", "--repository"'
+        in result.stdout
+    )
     assert "Dry run: nothing written." in result.stderr
     assert config.read_bytes() == CLAUDE.read_bytes()
     assert not config.with_name(config.name + ".mcptape-backup").exists()
@@ -304,3 +313,231 @@ def test_wrapped_demo_entry_starts_the_server_through_the_recorder(tmp_path: Pat
 
     assert anyio.run(list_tools) == ["add", "echo", "weather", "countdown", "fail"]
     assert db.exists()
+
+
+def run(*args: str | Path) -> Any:
+    """`mcptape ARGS` in this process (the same click command; fast for many cases)."""
+    from click.testing import CliRunner
+
+    from mcptape.cli.main import cli
+
+    return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+ROUND_TRIPS = {
+    "claude": CLAUDE.read_text(encoding="utf-8"),
+    "bom-crlf-tabs": (
+        '\ufeff{\r\n\t"mcpServers": {\r\n\t\t"a": {\r\n\t\t\t"command": "x",\r\n\t\t\t"args": [\r\n'
+        '\t\t\t\t"1"\r\n\t\t\t]\r\n\t\t},\r\n\t\t"b": {"command": "y"}\r\n\t}\r\n}\r\n'
+    ),
+    "escapes-empty-args-duplicates": (
+        '{"mcpServers": {"caf\\u00e9": {"command": "n\\u00e9", "args": [], "env": {"K": "\\u00e9"}},'
+        ' "dup": {"command": "old"}, "dup": {"command": "new", "args": ["-v"]},'
+        ' "r": {"url": "https://x/mcp", "type": "streamable-http"}}, "other": {"x": [1.0, 1e0]}}'
+    ),
+    "args-first-and-blank-list": (
+        '{\n  "mcpServers": {\n    "s": {"args": [ ], "command": "srv"},\n'
+        '    "t": {\n      "args": ["a"],\n      "command": "tt"\n    }\n  }\n}\n'
+    ),
+    "continuation-alignment": (
+        '{"mcpServers": {"a": {"command": "x",\n                      "args": ["1", "2"]},\n'
+        '                "b": {"command": "y"}}}\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ROUND_TRIPS))
+def test_wrap_then_unwrap_gives_back_the_original_bytes(tmp_path: Path, name: str) -> None:
+    original_bytes = ROUND_TRIPS[name].encode("utf-8")
+    path = tmp_path / "config.json"
+    path.write_bytes(original_bytes)
+    wrapped = run("wrap", path, "--db", tmp_path / "rec.db")
+    assert wrapped.exit_code == 0, wrapped.output
+    text = path.read_bytes()
+    assert text != original_bytes
+    assert text.startswith(b"\xef\xbb\xbf") == original_bytes.startswith(b"\xef\xbb\xbf")
+    assert (b"\r\n" in text) == (b"\r\n" in original_bytes)
+    assert b"\n" not in text.replace(b"\r\n", b"") or b"\r\n" not in original_bytes
+    servers = json.loads(text.decode("utf-8-sig"))["mcpServers"]
+    assert all(wrapped_split(entry) for entry in servers.values() if "url" not in entry)
+    unwrapped = run("unwrap", path)
+    assert unwrapped.exit_code == 0, unwrapped.output
+    assert path.read_bytes() == original_bytes
+
+
+def test_wrap_changes_only_the_bytes_it_must(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(ROUND_TRIPS["escapes-empty-args-duplicates"], encoding="utf-8")
+    assert run("wrap", path).exit_code == 0
+    text = path.read_text(encoding="utf-8")
+    for kept in (
+        '"caf\\u00e9": {"command": ',
+        '"env": {"K": "\\u00e9"}}',
+        '"dup": {"command": "old"}, "dup": {"command": ',
+        '"r": {"url": "https://x/mcp", "type": "streamable-http"}}, "other": {"x": [1.0, 1e0]}}',
+    ):
+        assert kept in text
+    # The original command keeps its spelling inside the wrapped args.
+    assert '"--", "n\\u00e9"]' in text
+    assert '"--", "new", "-v"]' in text
+
+
+def test_wrap_copies_continuation_alignment_instead_of_taking_it_for_indentation(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(ROUND_TRIPS["continuation-alignment"], encoding="utf-8")
+    assert run("wrap", path, "--only", "a").exit_code == 0
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith('{"mcpServers": {"a": {"command": "')
+    assert lines[1].startswith('                      "args": ["record", "--name", "a", "--", "x", "1", "2"]')
+    assert lines[2] == '                "b": {"command": "y"}}}'
+
+
+def test_unwrap_leaves_alone_what_wrap_did_not_write(tmp_path: Path) -> None:
+    servers = {
+        "ssh": {
+            "command": "ssh",
+            "args": ["buildhost", "mcptape", "record", "--name", "x", "--", "npx", "srv"],
+        },
+        "docker": {
+            "command": "docker",
+            "args": ["run", "-i", "ghcr.io/acme/mcptape", "record", "--", "node", "s"],
+        },
+        "by-hand": {"command": "mcptape", "args": ["record", "--", "npx", "srv"]},
+        "uvx": {"command": "uvx", "args": ["mcptape", "record", "--name", "u", "--", "npx", "srv"]},
+        "extra-option": {
+            "command": "/opt/bin/mcptape",
+            "args": ["record", "--name", "e", "--grace", "1", "--", "x"],
+        },
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")
+    before = path.read_bytes()
+    result = mcptape("unwrap", path)
+    assert result.returncode == 0, result.stderr
+    assert path.read_bytes() == before
+    assert "Nothing to change" in result.stdout
+    assert result.stdout.count("runs mcptape, but not as `mcptape wrap` writes it") == len(servers)
+    assert not path.with_name(path.name + ".mcptape-backup").exists()
+    # Nor does wrap record them a second time.
+    again = run("wrap", path)
+    assert again.exit_code == 0 and path.read_bytes() == before
+    assert again.output.count("already wrapped") == len(servers)
+
+
+@pytest.mark.parametrize(
+    ("entry", "cut"),
+    [
+        ({"command": "/opt/bin/mcptape", "args": ["record", "--name", "x", "--", "npx", "-y"]}, 5),
+        (
+            {
+                "command": "/usr/bin/python3.11",
+                "args": ["-m", "mcptape", "record", "--name", "x", "--db", "a", "--", "n"],
+            },
+            9,
+        ),
+        ({"command": "C:\\Tools\\mcptape.EXE", "args": ["record", "--name", "x", "--", "npx"]}, 5),
+    ],
+)
+def test_parse_wrapped_recognises_what_wrap_writes(entry: dict[str, Any], cut: int) -> None:
+    # ``cut`` counts the command as 0: it is where the original command stands.
+    from mcptape.wrapping import parse_wrapped
+
+    wrapped = parse_wrapped(entry)
+    assert wrapped is not None and wrapped.cut == cut
+
+
+def test_unwrap_backs_up_before_it_rewrites(config: Path) -> None:
+    assert mcptape("wrap", config, "--only", "git").returncode == 0
+    wrapped_bytes = config.read_bytes()
+    result = mcptape("unwrap", config)
+    assert result.returncode == 0, result.stderr
+    assert config.read_bytes() == CLAUDE.read_bytes()
+    assert config.with_name(config.name + ".mcptape-previous").read_bytes() == wrapped_bytes
+    assert config.with_name(config.name + ".mcptape-backup").read_bytes() == CLAUDE.read_bytes()
+
+
+def test_rewrites_ask_for_the_owner_and_group_of_the_file(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcptape import configfile
+
+    st = config.stat()
+    calls: list[tuple[str, int, int]] = []
+    # Pretend every new file came out owned by someone else, as when root runs wrap.
+    monkeypatch.setattr(configfile, "_owner", lambda path: (st.st_uid + 1, st.st_gid + 1))
+    monkeypatch.setattr(configfile.os, "chown", lambda path, uid, gid: calls.append((str(path), uid, gid)))
+    assert run("wrap", config, "--only", "git").exit_code == 0
+    assert {(uid, gid) for _, uid, gid in calls} == {(st.st_uid, st.st_gid)}
+    targets = [Path(p).name for p, _, _ in calls]
+    assert config.name + ".mcptape-backup" in targets
+    assert any(name.startswith(f".{config.name}.") and name.endswith(".tmp") for name in targets)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="giving a file to another user needs root (the test above covers the logic)"
+)
+def test_run_as_root_a_users_config_and_its_backups_stay_the_users(config: Path) -> None:
+    os.chown(config, 4242, 4343)
+    config.chmod(0o640)
+    assert run("wrap", config, "--only", "git").exit_code == 0
+    assert run("unwrap", config).exit_code == 0
+    for path in (
+        config,
+        config.with_name(config.name + ".mcptape-backup"),
+        config.with_name(config.name + ".mcptape-previous"),
+    ):
+        st = path.stat()
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4242, 4343, 0o640), path
+
+
+def test_a_deeply_nested_config_is_a_one_line_error(tmp_path: Path) -> None:
+    from tests.cli_errors import assert_one_line_error
+
+    path = tmp_path / "config.json"
+    path.write_text('{"mcpServers": {"a": {"command": "x", "deep": ' + "[" * 50_000 + "]" * 50_000 + "}}}")
+    for command in ("wrap", "unwrap"):
+        assert_one_line_error(mcptape(command, path), "nested too deeply")
+
+
+def test_wrap_remote_turns_url_entries_into_record_url_commands() -> None:
+    wrapped, outcomes = wrap_servers(
+        original(), LAUNCHER, "/data/rec.db", frozenset(REMOTE_ENTRIES), remote=True
+    )
+    assert wrapped["mcpServers"]["linear"] == {
+        "command": "/opt/mcptape/bin/mcptape",
+        "args": [
+            "record", "--name", "linear", "--db", "/data/rec.db", "--url", "https://mcp.linear.app/mcp",
+            "--transport", "http", "--header", "Authorization: Bearer lin_api_0000",
+        ],
+    }  # fmt: skip
+    assert wrapped["mcpServers"]["legacy-sse"]["args"] == [
+        "record", "--name", "legacy-sse", "--db", "/data/rec.db", "--url", "https://mcp.example.com/sse",
+        "--transport", "sse",
+    ]  # fmt: skip
+    assert [o.action for o in outcomes] == ["wrapped", "wrapped"]
+    untyped, _ = wrap_servers({"mcpServers": {"u": {"url": "http://h/mcp"}}}, LAUNCHER, None, remote=True)
+    assert untyped["mcpServers"]["u"]["args"] == ["record", "--name", "u", "--url", "http://h/mcp"]
+
+
+def test_wrap_remote_and_unwrap_give_back_the_bytes_and_without_a_backup_the_entry(config: Path) -> None:
+    assert run("wrap", config, "--remote").exit_code == 0
+    servers = load(config)["mcpServers"]
+    assert servers["linear"]["args"][-2:] == ["--header", "Authorization: Bearer lin_api_0000"]
+    assert '"linear": {\n      "command": ' in config.read_text(encoding="utf-8")
+    assert run("unwrap", config).exit_code == 0
+    assert config.read_bytes() == CLAUDE.read_bytes()
+    assert run("wrap", config, "--remote").exit_code == 0
+    config.with_name(config.name + ".mcptape-backup").unlink()
+    assert run("unwrap", config).exit_code == 0
+    assert load(config) == original()
+
+
+def test_wrap_prints_the_database_it_records_into(config: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
+    env.pop("MCPTAPE_DB", None)
+    result = mcptape("wrap", config, "--only", "git", env=env)
+    assert result.returncode == 0, result.stderr
+    assert f"Recording into {tmp_path / 'data' / 'mcptape' / 'mcptape.db'} (the default" in result.stdout
+    explicit = mcptape("wrap", config, "--db", tmp_path / "rec.db", "--dry-run", env=env)
+    assert f"Would record into {tmp_path / 'rec.db'}." in explicit.stderr

@@ -200,15 +200,9 @@ def _remote_upstream(
 
 
 def _redacted_url(url: str) -> str:
-    try:
-        from mcptape.redact import redact_url  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - until the redaction module lands
-        from urllib.parse import urlsplit, urlunsplit
+    from mcptape.redact import redact_url
 
-        parts = urlsplit(url)
-        host = parts.netloc.rpartition("@")[2]
-        return urlunsplit(parts._replace(netloc=host, query=""))
-    return str(redact_url(url))
+    return redact_url(url)
 
 
 def _upstream_command(

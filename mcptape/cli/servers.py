@@ -47,26 +47,11 @@ def servers(config_path: str | None, fmt: str) -> None:
 
 
 def _safe(target: str, is_url: bool) -> str:
-    try:
-        from mcptape import redact  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:  # pragma: no cover - until the redaction module lands on main
-        return _fallback(target, is_url)
-    if is_url:
-        return str(redact.redact_url(target))
+    """A command line or URL as shown and recorded: secrets replaced by placeholders."""
     import shlex
 
-    return shlex.join(redact.redact_argv(shlex.split(target)))
-
-
-def _fallback(target: str, is_url: bool) -> str:
-    """Until mcptape.redact lands: no userinfo or query of a URL, no value after a secret flag."""
-    import re
-    import shlex
-    from urllib.parse import urlsplit, urlunsplit
+    from mcptape.redact import redact_argv, redact_url
 
     if is_url:
-        parts = urlsplit(target)
-        return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query=""))
-    argv = shlex.split(target)
-    secret = re.compile(r"--?[\w-]*(key|token|secret|password)[\w-]*$", re.I)
-    return shlex.join(["«redacted»" if i and secret.match(argv[i - 1]) else a for i, a in enumerate(argv)])
+        return redact_url(target)
+    return shlex.join(redact_argv(shlex.split(target)))

@@ -7,35 +7,47 @@ diff. How an entry is wrapped and unwrapped, and how the file is written, is in
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
 from mcptape.cli.common import UserError, db_option
-from mcptape.wrapping import (
-    Outcome,
-    ensure_backup,
-    mcptape_launcher,
-    unified_diff,
-    unwrap_servers,
-    wrap_servers,
-    write_atomically,
-)
+
+if TYPE_CHECKING:
+    from mcptape.wrapping import Outcome
 
 
-def _load(config: str | None) -> tuple[Path, str, dict[str, Any]]:
+class _Config(NamedTuple):
+    path: Path
+    bom: bytes
+    text: str
+    document: dict[str, Any]
+    backup_text: str | None
+    backup: dict[str, Any] | None
+
+
+def _load(config: str | None) -> _Config:
     from mcptape.config import ConfigError, default_client_config_path, read_config_document
+    from mcptape.configfile import backup_path, split_bom
 
     path = Path(config) if config is not None else default_client_config_path()
     try:
-        text, document = read_config_document(path)
-    except ConfigError as exc:
+        _, document = read_config_document(path)
+        bom, text = split_bom(path.read_bytes())
+    except (ConfigError, OSError, UnicodeDecodeError) as exc:
         hint = "" if config is not None else " (the Claude Desktop default; pass CONFIG for another client)"
         raise UserError(f"{exc}{hint}") from None
-    return path, text, document
+    backup_text, backup = None, None
+    try:
+        _, backup_text = split_bom(backup_path(path).read_bytes())
+        backup = json.loads(backup_text)
+    except (OSError, ValueError, RecursionError):
+        backup_text = None
+    return _Config(path, bom, text, document, backup_text, backup if isinstance(backup, dict) else None)
 
 
 def _selection(document: dict[str, Any], only: tuple[str, ...]) -> frozenset[str] | None:
@@ -53,37 +65,31 @@ def _selection(document: dict[str, Any], only: tuple[str, ...]) -> frozenset[str
     return frozenset(names)
 
 
-def _apply(
-    path: Path,
-    old: str,
-    new_document: dict[str, Any],
-    outcomes: list[Outcome],
-    dry_run: bool,
-    make_backup: bool,
-) -> bool:
+def _apply(cfg: _Config, new_document: dict[str, Any], outcomes: list[Outcome], dry_run: bool) -> bool:
     """Show the diff or write the file, then print the summary; returns whether the file changed."""
-    from mcptape.config import render_config
+    from mcptape.configedit import EditError
+    from mcptape.configfile import back_up, unified_diff, write_atomically
+    from mcptape.wrapping import rewrite_text
 
-    changed = {o.name for o in outcomes if o.action in ("wrapped", "unwrapped")}
-    new = render_config(new_document, old, changed)
+    path = cfg.path
+    try:
+        new = rewrite_text(cfg.text, cfg.document, new_document, cfg.backup_text)
+    except EditError as exc:
+        raise UserError(f"cannot edit {path} in place ({exc}); nothing was written") from None
     out = sys.stderr if dry_run else sys.stdout
     width = max((len(o.name) for o in outcomes), default=0)
     for outcome in outcomes:
         click.echo(f"  {outcome.action:<16} {outcome.name:<{width}}  {outcome.detail}".rstrip(), file=out)
-    if new == old:
+    if new == cfg.text:
         click.echo(f"Nothing to change in {path}.", file=out)
         return False
     if dry_run:
-        click.echo(unified_diff(old, new, path), nl=False)
+        click.echo(unified_diff(cfg.text, new, path), nl=False)
         click.echo("Dry run: nothing written.", file=out)
         return False
     try:
-        if make_backup:
-            backup, made = ensure_backup(path)
-            click.echo(
-                f"{'Backed up the original to' if made else 'Kept the existing backup'} {backup}", file=out
-            )
-        write_atomically(path, new)
+        click.echo(back_up(path), file=out)
+        write_atomically(path, cfg.bom + new.encode("utf-8"))
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}; check its permissions") from None
     click.echo(f"Wrote {path}.", file=out)
@@ -97,15 +103,26 @@ def _apply(
 @click.option(
     "--only", multiple=True, metavar="NAME", help="Wrap only these servers (repeat, or separate with commas)."
 )
-def wrap(config: str | None, db: str | None, dry_run: bool, only: tuple[str, ...]) -> None:
+@click.option(
+    "--remote",
+    is_flag=True,
+    help="Also record remote (url) entries: each becomes a stdio entry running "
+    "`mcptape record --url URL`, which the client starts like any local server.",
+)
+def wrap(config: str | None, db: str | None, dry_run: bool, only: tuple[str, ...], remote: bool) -> None:
     """Record a desktop client's MCP servers: run each stdio server through `mcptape record`.
 
     CONFIG is an mcpServers JSON file (default: Claude Desktop's config on this
     machine). Each stdio entry {"command": X, "args": [...]} becomes
     {"command": "<mcptape>", "args": ["record", "--name", NAME, "--", X, ...]};
-    env, cwd and every other key stay as they are. Remote (url) entries are left
-    alone. Entries already wrapped are not wrapped twice. The original file is
-    copied once to CONFIG.mcptape-backup, and the new one is written atomically.
+    env, cwd and every other key stay as they are, and so does every byte of the
+    file that need not change. Remote (url) entries are left as they are unless
+    --remote is given: then {"url": U, "type": T, "headers": {K: V}} becomes
+    {"command": "<mcptape>", "args": ["record", "--name", NAME, "--url", U,
+    "--transport", T, "--header", "K: V"]}. Entries already recorded are not
+    wrapped twice. Before the file is rewritten, the original is copied once to
+    CONFIG.mcptape-backup (and, later, the file as it was to CONFIG.mcptape-previous);
+    the new file is written atomically with the same owner, group and mode.
     Restart the client afterwards; `mcptape unwrap` undoes the change.
 
     With --dry-run the diff goes to stdout and the summary to stderr.
@@ -115,16 +132,27 @@ def wrap(config: str | None, db: str | None, dry_run: bool, only: tuple[str, ...
       mcptape wrap --dry-run
       mcptape wrap
       mcptape wrap ~/.cursor/mcp.json --only filesystem --db ~/mcp-recordings.db
+      mcptape wrap --remote --only linear
     """
-    path, text, document = _load(config)
+    from mcptape.wrapping import mcptape_launcher, wrap_servers
+
+    cfg = _load(config)
     if db is not None and "://" not in db:
         # The client starts the recorder from its own working directory.
         db = os.path.abspath(os.path.expanduser(db))
-    new_document, outcomes = wrap_servers(document, mcptape_launcher(), db, _selection(document, only))
-    changed = _apply(path, text, new_document, outcomes, dry_run, make_backup=True)
+    selection = _selection(cfg.document, only)
+    new_document, outcomes = wrap_servers(cfg.document, mcptape_launcher(), db, selection, remote)
+    changed = _apply(cfg, new_document, outcomes, dry_run)
+    if changed or dry_run:
+        where = db
+        if where is None:
+            from mcptape.store.engine import default_db_path
+
+            where = f"{default_db_path()} (the default; MCPTAPE_DB in the client's environment would win)"
+        verb = "Recording into" if changed else "Would record into"
+        click.echo(f"{verb} {where}.", file=sys.stdout if changed else sys.stderr)
     if changed:
-        where = db or "the default database ($MCPTAPE_DB or the per-user data directory)"
-        click.echo(f"Recording into {where}. Restart the client to start recording.")
+        click.echo("Restart the client to start recording.")
 
 
 @click.command()
@@ -140,9 +168,12 @@ def unwrap(config: str | None, dry_run: bool, only: tuple[str, ...]) -> None:
     """Undo `mcptape wrap`: run each wrapped server directly again.
 
     CONFIG is an mcpServers JSON file (default: Claude Desktop's config on this
-    machine). The original command is taken from the wrapped args (everything
-    after `--`), so this works without the backup and keeps changes made to other
-    entries since wrapping. The backup file, if any, is left in place.
+    machine). Only entries as `mcptape wrap` writes them are changed: the original
+    command is taken from the wrapped args (everything after `--`), so this works
+    without the backup, keeps changes made to other entries since wrapping, and
+    gives back the bytes wrap replaced. Entries that run mcptape some other way
+    (over ssh, in a container, written by hand) are left alone. The file is backed
+    up before it is rewritten, as by wrap.
 
     With --dry-run the diff goes to stdout and the summary to stderr.
 
@@ -152,7 +183,9 @@ def unwrap(config: str | None, dry_run: bool, only: tuple[str, ...]) -> None:
       mcptape unwrap
       mcptape unwrap ~/.cursor/mcp.json --only filesystem
     """
-    path, text, document = _load(config)
-    new_document, outcomes = unwrap_servers(document, _selection(document, only))
-    if _apply(path, text, new_document, outcomes, dry_run, make_backup=False):
+    from mcptape.wrapping import unwrap_servers
+
+    cfg = _load(config)
+    new_document, outcomes = unwrap_servers(cfg.document, _selection(cfg.document, only), cfg.backup)
+    if _apply(cfg, new_document, outcomes, dry_run):
         click.echo("Restart the client so it starts the servers directly.")

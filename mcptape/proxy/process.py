@@ -267,8 +267,29 @@ class ProcessLink(FdLink):
         return cls(proc, echo_stderr)
 
     def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
-        super().start(deliver, ended, event)
+        once = threading.Lock()
+        said: list[str] = []
+
+        def ended_once(why: str) -> None:
+            with once:
+                if said:
+                    return
+                said.append(why)
+            ended(why)
+
+        super().start(deliver, ended_once, event)
         self._stderr.attach(event)
+        threading.Thread(
+            target=self._watch_exit, args=(ended_once,), name="mcptape-server-exit", daemon=True
+        ).start()
+
+    def _watch_exit(self, ended: Ended) -> None:
+        """A server that exits while a child of its keeps its stdout open has still ended."""
+        with contextlib.suppress(Exception):
+            self.proc.wait()
+        if not self.reader_done.wait(READER_LINGER_S):
+            self.stop_receiving()
+            ended("exited")
 
     def _close_write_fd(self) -> None:
         # The Popen object owns the descriptor: closing it there keeps it from being closed twice.

@@ -114,7 +114,7 @@ class BackgroundStore:
         if not self.done.wait(2.0):
             print(
                 f"mcptape: waiting for the recording database {self.where()} (another process holds its lock); "
-                "frames already forwarded will be written once it is free. Press Ctrl-\\ to give up.",
+                "frames already forwarded will be written once it is free (Ctrl-C again gives up on them).",
                 file=sys.stderr,
             )
             self.done.wait()

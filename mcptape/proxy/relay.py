@@ -40,22 +40,11 @@ from typing import Any
 
 import orjson
 
-from mcptape.frames import Direction, Frame, classify_message, opposite
+from mcptape.frames import Direction, Frame, classify_message, id_key, opposite
 from mcptape.proxy.addons import AddonManager, Flow, Outcome, SessionContext
 from mcptape.proxy.flow import error_bytes
 from mcptape.proxy.link import Link, LinkClosed, LinkEnd
 from mcptape.proxy.process import status_sentence
-
-try:  # correlation key: ids peers consider equal (1 and 1.0) share one
-    from mcptape.frames import id_key  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - until frames.id_key lands
-
-    def id_key(rpc_id_text: str) -> str:
-        value = orjson.loads(rpc_id_text) if rpc_id_text[:1] != '"' else None
-        if isinstance(value, float) and value.is_integer():
-            return str(int(value))
-        return rpc_id_text
-
 
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
 CONNECTION_CLOSED = -32000
@@ -125,10 +114,10 @@ class Relay:
 
     def deliver(self, frame: Frame) -> Awaitable[Any] | None:
         """Take a frame a link received (any thread); None, or an awaitable to wait on first."""
-        if frame.direction == "s2c" or frame.direction == "c2s":
-            own = self._own_reply(frame) if self._own else None
+        if self._own and frame.kind in ("response", "error"):
+            own = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
             if own is not None:
-                return own
+                return self._own_reply(frame, *own)
         flow = Flow(frame)
         return _chain(self.addons.run_frame(flow), lambda: self._forward(flow))
 
@@ -233,13 +222,10 @@ class Relay:
         finally:
             self._own.pop(key, None)
 
-    def _own_reply(self, frame: Frame) -> Awaitable[Any] | None:
-        if frame.kind not in ("response", "error") or frame.rpc_id is None:
-            return None
-        entry = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
-        if entry is None:
-            return None
-        loop, future = entry
+    def _own_reply(
+        self, frame: Frame, loop: asyncio.AbstractEventLoop, future: asyncio.Future[Frame]
+    ) -> Awaitable[Any] | None:
+        """A reply to :meth:`request`: recorded, handed to the caller, never forwarded."""
         frame.meta = {**(frame.meta or {}), "forwarded": False}
 
         def settle() -> None:

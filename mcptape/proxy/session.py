@@ -48,12 +48,13 @@ def _say(message: str) -> None:
 
 
 def _redacted(argv: list[str], description: str) -> tuple[list[str], str]:
-    try:
-        from mcptape.redact import redact_argv  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - until the redaction module lands
-        return argv, description
+    """The command line as it may be stored: secret-looking values replaced by placeholders."""
+    import shlex
+
+    from mcptape.redact import redact_argv
+
     safe = list(redact_argv(argv))
-    return safe, description if safe == argv else " ".join(safe)
+    return safe, description if safe == argv else shlex.join(safe)
 
 
 async def run_record(plan: RecordPlan) -> int:
@@ -121,9 +122,15 @@ async def _relay_and_finish(
         outcome = await relay.run()
     finally:
         store_failed.cancel()
+    # Writing what is left may wait for a database another process holds locked: a
+    # second signal gives up on it, said plainly, instead of a traceback.
+    for signum in SIGNALS:
+        loop.add_signal_handler(signum, _give_up, signum)
+    try:
+        ok = await _finish_in_thread(store)
+    finally:
         for signum in SIGNALS:
             loop.remove_signal_handler(signum)
-    ok = await _finish_in_thread(store)
     code = exit_status(outcome, stopped_by)
     if store.error and plan.on_store_error == "fail":
         return 2
@@ -131,6 +138,13 @@ async def _relay_and_finish(
         _say(f"error: not every frame of this session could be recorded into {store.where()}")
         return 1
     return code
+
+
+def _give_up(signum: int) -> None:
+    _say(
+        f"error: stopped by {signal.Signals(signum).name} while writing the recording; what was not written is lost"
+    )
+    os._exit(128 + signum)
 
 
 async def _finish_in_thread(store: BackgroundStore) -> bool:

@@ -35,7 +35,22 @@ from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LinkEnd, w
 READ_CHUNK = 1 << 18
 IOV_MAX = 1024  # the buffers one writev takes on Linux
 QUEUE_LIMIT = 8 << 20  # bytes queued for the writer thread before senders wait
+HOLD_LIMIT = 256 << 10  # bytes a reader thread may hold back to write with the next frames
 _EOL = memoryview(b"\n")
+
+# Per reader thread: whether more frames of the same read follow at once, and the links
+# holding frames back for this thread. Frames that arrived together leave together in
+# one writev: a burst then costs a system call per read, not per frame.
+_tls = threading.local()
+
+
+def flush_held() -> None:
+    """Write what links hold back for the calling thread (end of a read, before waiting)."""
+    holding: list[FdLink] | None = getattr(_tls, "holding", None)
+    if holding:
+        _tls.holding = []
+        for link in holding:
+            link._flush_held()
 
 
 def _parts(frame: Frame) -> list[memoryview]:
@@ -66,6 +81,9 @@ class FdLink:
         self._fd_closed = False
         self._broken: str | None = None  # the peer stopped reading (EPIPE)
         self._writer: threading.Thread | None = None
+        self._held: list[list[memoryview]] = []  # frames a reader thread holds back
+        self._held_bytes = 0
+        self._holder: int | None = None
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._end: LinkEnd | None = None
 
@@ -102,16 +120,24 @@ class FdLink:
                         if pending is not None:
                             wait_from_thread(loop, pending)
                     return
-                for line in splitter.feed(chunk):
+                lines = splitter.feed(chunk)
+                last = len(lines) - 1
+                for i, line in enumerate(lines):
                     if not self._receiving:
                         why = "stopped"
                         return
+                    _tls.more = i < last
                     pending = deliver(Frame(line, incoming))
                     if pending is not None:
+                        flush_held()
                         wait_from_thread(loop, pending)
+                _tls.more = False
+                flush_held()
         except Exception as exc:  # a bug must not leave the session hanging
             why = f"error: {type(exc).__name__}: {exc}"
         finally:
+            _tls.more = False
+            flush_held()
             self.reader_done.set()
             ended(why)
 
@@ -123,10 +149,12 @@ class FdLink:
     def send(self, frame: Frame) -> Awaitable[Any] | None:
         parts = _parts(frame)
         size = len(frame.data) + 1
-        on_loop = threading.get_ident() == self._loop_thread
+        me = threading.get_ident()
+        on_loop = me == self._loop_thread
         with self._cv:
             self._check_open()
-            if on_loop or self._writing or self._queue:
+            mine = self._holder == me
+            if on_loop or self._writing or self._queue or (self._held and not mine):
                 self._queue.append(parts)
                 self._queued += size
                 self._ensure_writer()
@@ -135,17 +163,53 @@ class FdLink:
                     return None
                 if on_loop:
                     return self._wait_below_limit_async()
+                flush_held()  # never wait while holding frames back
                 while self._queued > QUEUE_LIMIT and not self._broken and not self._fd_closed:
                     self._cv.wait(0.5)
                 return None
+            if getattr(_tls, "more", False) and self._held_bytes + size <= HOLD_LIMIT:
+                self._held.append(parts)
+                self._held_bytes += size
+                if not mine:
+                    self._holder = me
+                    holding = getattr(_tls, "holding", None)
+                    if holding is None:
+                        holding = _tls.holding = []
+                    holding.append(self)
+                return None
+            batch = self._take_held()
+            batch.extend(parts)
             self._writing = True
         try:
-            self._write(parts)
+            self._write(batch)
         finally:
             with self._cv:
                 self._writing = False
                 self._after_write()
         return None
+
+    def _take_held(self) -> list[memoryview]:
+        """Under _cv: the held frames' buffers, in order; nothing is held afterwards."""
+        batch = [p for parts in self._held for p in parts]
+        self._held.clear()
+        self._held_bytes = 0
+        self._holder = None
+        return batch
+
+    def _flush_held(self) -> None:
+        with self._cv:
+            if self._holder != threading.get_ident() or not self._held:
+                return
+            batch = self._take_held()
+            self._writing = True
+        try:
+            self._write(batch)
+        except LinkClosed:
+            pass  # the next send says so
+        finally:
+            with self._cv:
+                self._writing = False
+                self._after_write()
 
     def _check_open(self) -> None:
         if self._broken is not None:
@@ -167,7 +231,7 @@ class FdLink:
             for loop, future in waiters:
                 with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(_settle, future)
-        if self._send_closed and not self._queue and not self._writing:
+        if self._send_closed and not self._queue and not self._writing and not self._held:
             self._close_fd()
 
     def _ensure_writer(self) -> None:
@@ -180,8 +244,10 @@ class FdLink:
     def _write_loop(self) -> None:
         while True:
             with self._cv:
-                while not self._queue or self._writing:
-                    if self._fd_closed or (self._send_closed and not self._queue and not self._writing):
+                while not self._queue or self._writing or self._held:
+                    if self._fd_closed or (
+                        self._send_closed and not self._queue and not self._writing and not self._held
+                    ):
                         return
                     self._cv.wait()
                 batch = list(self._queue)
@@ -218,7 +284,7 @@ class FdLink:
     def close_send(self) -> None:
         with self._cv:
             self._send_closed = True
-            if not self._queue and not self._writing:
+            if not self._queue and not self._writing and not self._held:
                 self._close_fd()
             else:
                 self._cv.notify_all()
@@ -239,7 +305,7 @@ class FdLink:
     async def flushed(self, timeout: float) -> bool:
         """Wait (on the loop, at most ``timeout``) until nothing is queued or being written."""
         deadline = asyncio.get_running_loop().time() + timeout
-        while self._queue or self._writing:
+        while self._queue or self._writing or self._held:
             if self._broken or asyncio.get_running_loop().time() >= deadline:
                 return False
             await asyncio.sleep(0.005)
@@ -268,6 +334,12 @@ def open_stdio_link() -> FdLink:
     closed stdin or stdout (started with ``<&-`` or ``>&-``) is an error the caller
     reports, not a traceback.
     """
+    # Python leaves sys.stdin/sys.stdout None when the descriptor was closed at start
+    # (and fd 0 may since have been reused by a file opened during imports).
+    if sys.stdin is None:
+        raise LinkClosed("standard input is closed: an MCP client must be attached to it")
+    if sys.stdout is None:
+        raise LinkClosed("standard output is closed: an MCP client must be attached to it")
     try:
         in_fd = os.dup(0)
     except OSError as exc:
@@ -283,7 +355,6 @@ def open_stdio_link() -> FdLink:
     for fd in (in_fd, out_fd):
         with contextlib.suppress(OSError):
             os.set_blocking(fd, True)
-    if sys.stdout is not None:
-        with contextlib.suppress(Exception):
-            sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
     return FdLink(in_fd, out_fd, "c2s", "client")

@@ -116,34 +116,10 @@ def that_matter(headers: Iterable[tuple[str, str]], extra_names: Iterable[str] =
 
 
 def redact(headers: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:
-    """Credentials replaced by stable placeholders (:func:`mcptape.redact.redact_headers` when present)."""
-    try:
-        from mcptape.redact import redact_headers  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover - until the redaction module lands on main
-        return _redact_headers(headers, extra_names)
+    """Credentials replaced by stable placeholders (see :mod:`mcptape.redact`)."""
+    from mcptape.redact import redact_headers
+
     return dict(redact_headers(headers, extra_names))
-
-
-_SECRET_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"}
-)
-
-
-def _redact_headers(headers: Mapping[str, str], extra_names: Iterable[str]) -> dict[str, str]:
-    import hashlib
-
-    extra = {n.lower() for n in extra_names}
-
-    def secret(name: str) -> bool:
-        low = name.lower()
-        return low in _SECRET_HEADERS or low in extra or low.endswith(("-token", "-key", "-secret", "-auth"))
-
-    def hide(value: str) -> str:
-        scheme, sep, cred = value.partition(" ")
-        digest = hashlib.sha256((cred if sep and scheme.isalpha() else value).encode()).hexdigest()[:8]
-        return f"{scheme} «redacted:{digest}»" if sep and scheme.isalpha() else f"«redacted:{digest}»"
-
-    return {name: hide(value) if secret(name) else value for name, value in headers.items()}
 
 
 def header_value(value: str) -> str:

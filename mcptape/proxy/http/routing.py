@@ -17,22 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptape.frames import classify_message, encode_id
+from mcptape.ids import id_key
 
 RELATED_KEYS = ("io.modelcontextprotocol/related-request-id", "relatedRequestId")
-
-
-def id_key(rpc_id_text: str) -> str:
-    """Correlation key of an encoded id (``frames.id_key`` once it lands on main)."""
-    try:
-        from mcptape.frames import id_key as shared  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:  # pragma: no cover - until frames.id_key lands
-        import orjson
-
-        value = orjson.loads(rpc_id_text) if rpc_id_text[:1] != '"' else None
-        if isinstance(value, float) and value.is_integer():
-            return str(int(value))
-        return rpc_id_text
-    return str(shared(rpc_id_text))
 
 
 def _items(message: Any) -> Iterable[Any]:

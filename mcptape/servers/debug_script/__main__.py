@@ -1,5 +1,5 @@
-"""`python -m mcptape.servers.debug_script`: the debug-script MCP server on stdio."""
+"""`python -m mcptape.servers.debug_script`: the debug-script MCP server on stdio (same options as the CLI)."""
 
-from mcptape.servers.debug_script.server import main
+from mcptape.cli.debug_script import debug_script
 
-main()
+debug_script(prog_name="python -m mcptape.servers.debug_script")

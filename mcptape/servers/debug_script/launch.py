@@ -12,8 +12,9 @@ use``) is reported at once instead of timing out.
 
 Each process gets its own process group. :meth:`NodeProcess.close` kills the
 group if anything in it still runs, and :func:`kill_live_process_groups` lets the
-server's signal handler do the same for every run in flight, so no Node process
-outlives the server.
+server's signal handler do the same for every run in flight. A server killed
+with SIGKILL runs no handler: on Linux the process is started with a parent-death
+signal (``PR_SET_PDEATHSIG``), so the kernel kills it when the server dies.
 """
 
 from __future__ import annotations
@@ -21,18 +22,24 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import os
 import re
 import shlex
 import signal
+import sys
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Final
 
 from mcptape.servers.debug_script.errors import DebugScriptError
+from mcptape.servers.debug_script.policy import is_node
 
 DEFAULT_INSPECTOR_PORT: Final = 9229
 _INSPECT_BRK = re.compile(r"^--inspect-brk(?:=(?:(?:\[[^\]]*\]|[^:]*):)?(\d+))?$")
 _ANY_INSPECT = re.compile(r"^--inspect(?:-brk|-wait)?(?:=|$)")
+_INSPECT_ONLY = re.compile(r"^--inspect(?:=|$)")
+_PR_SET_PDEATHSIG: Final = 1
 _LISTENING = re.compile(r"Debugger listening on (ws://\S+)")
 _START_FAILED = re.compile(r"Starting inspector on (\S+) failed: (.*)")
 # What Node's inspector itself says on stderr: not worth repeating in an error message.
@@ -84,11 +91,23 @@ def with_inspect_brk(argv: list[str]) -> list[str]:
     itself (``npm run``, a wrapper script) are left alone: they must pass the flag
     on themselves.
     """
+    for arg in argv:
+        if _INSPECT_ONLY.match(arg):
+            raise DebugScriptError(
+                f"{arg} starts the inspector but lets the script run before the debugger attaches, so "
+                f"breakpoints would be missed: use {arg.replace('--inspect', '--inspect-brk', 1)} instead "
+                "(Node then waits for debug-script before running any code)."
+            )
     if any(_ANY_INSPECT.match(arg) for arg in argv):
         return argv
-    if os.path.basename(argv[0]) not in ("node", "nodejs"):
+    if not is_node(argv[0]):
         return argv
     return [argv[0], "--inspect-brk=0", *argv[1:]]
+
+
+def has_inspect_brk(argv: list[str]) -> bool:
+    """Whether the command asks Node to wait for the debugger (``--inspect-brk`` or ``--inspect-wait``)."""
+    return any(_ANY_INSPECT.match(arg) for arg in argv)
 
 
 def kill_live_process_groups() -> None:
@@ -146,6 +165,7 @@ class NodeProcess:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                preexec_fn=_die_with_parent(),
             )
         except FileNotFoundError as error:
             raise DebugScriptError(
@@ -206,6 +226,11 @@ class NodeProcess:
         """Why we are still waiting when no inspector URL has appeared (empty once it has)."""
         if self._inspector.done():
             return ""
+        if has_inspect_brk(self.argv):
+            return (
+                ": the Node.js inspector had not started yet (no 'Debugger listening on ws://...' on "
+                "stderr); Node needs tens of milliseconds to start, so allow a longer timeout"
+            )
         return (
             f": the Node.js inspector never came up (no 'Debugger listening on ws://...' for port "
             f"{inspector_port(self.argv)} on stderr); start Node with --inspect-brk=<port>"
@@ -286,6 +311,28 @@ class NodeProcess:
         if stream is not None:
             while await stream.read(65536):
                 pass
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A pre-exec hook asking Linux to SIGKILL the child when this process dies; None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = _libc()
+    parent = os.getpid()
+
+    def hook() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(1)  # the server died between fork and prctl: nothing would kill us later
+
+    return hook
+
+
+@functools.cache
+def _libc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _shorten(line: str, limit: int = 300) -> str:

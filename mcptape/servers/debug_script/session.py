@@ -12,8 +12,13 @@ The sequence, within one deadline (the tool's ``timeout``):
    position; since V8 pauses before that script executes (the instrumentation
    pause, or the initial pause of the main script), the breakpoint is in place
    before its code runs. A pause at one of our breakpoints evaluates the
-   expression; every other pause (the initial one, instrumentation, a
-   ``debugger;`` statement) is resumed without recording.
+   expression, once, if the pause is where the requested line is (see
+   ``locations``: V8 may resolve a line into another function, and a pause there
+   is refused with a note); every other pause (the initial one,
+   instrumentation, a ``debugger;`` statement) is resumed without recording.
+   A script whose source map names the breakpoint file is always read through
+   its map, even when its URL is the file itself (tsx serves ``util.ts`` as
+   ``util.ts``, compiled, with an inline map).
 4. The run ends when the main execution context is destroyed (the script
    finished: Node then waits for the debugger to leave, so we disconnect), when
    the inspector connection closes (the process exited) or at the deadline.
@@ -38,75 +43,113 @@ from typing import Any
 
 from websockets.exceptions import InvalidHandshake, InvalidURI
 
+from mcptape.servers.debug_script.arguments import DebugRequest
 from mcptape.servers.debug_script.cdp import CdpClosed, CdpConnection, CdpError, CdpEvent
-from mcptape.servers.debug_script.errors import PROCESS_EXITED, DebugScriptError, timeout_message
-from mcptape.servers.debug_script.evaluate import OBJECT_GROUP, HitValue, evaluate_on_frame
+from mcptape.servers.debug_script.errors import PROCESS_EXITED, DebugScriptError, format_ms, timeout_message
+from mcptape.servers.debug_script.evaluate import (
+    HitValue,
+    choose_form,
+    escape_lone_surrogates,
+    evaluate_on_frame,
+)
 from mcptape.servers.debug_script.launch import NodeProcess, split_command, with_inspect_brk
+from mcptape.servers.debug_script.locations import (
+    HitLocation,
+    no_code_note,
+    refusal_note,
+    slide_allowed,
+    slide_note,
+)
+from mcptape.servers.debug_script.policy import CommandPolicy
 from mcptape.servers.debug_script.predict import PredictedLocation, predict_locations, search_roots
 from mcptape.servers.debug_script.sourcemap import path_from_url
-from mcptape.servers.debug_script.target import BreakpointTarget, url_regex
+from mcptape.servers.debug_script.target import BreakpointTarget, ScriptMap, url_regex
+
+__all__ = ["DebugOutcome", "DebugRequest", "Hit", "run_debug_session"]
 
 # After its script ended, Node exits as soon as the debugger disconnects.
 _EXIT_GRACE_SECONDS = 1.0
 _SCRIPTS_IN_MESSAGES = 5
+_METHOD_NOT_FOUND = -32601
+_JAVASCRIPT_SUFFIXES = (".js", ".mjs", ".cjs")
 
 
-@dataclass(frozen=True)
-class DebugRequest:
-    """The tool's arguments: command, breakpoint file and 1-based line, expression, timeout in ms."""
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One counted hit: the expression's value and where the program was paused."""
 
-    command: str
-    file: str
-    line: int
-    expression: str
-    timeout_ms: float
+    value: HitValue
+    location: HitLocation
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"type", "value", "line", "column", "function"}`` (plus ``truncated``/``escaped``)."""
+        result = self.value.as_json()
+        return {"type": result.pop("type"), "value": result.pop("value"), **self.location.as_json(), **result}
 
 
 @dataclass
 class DebugOutcome:
-    """A run that hit the breakpoint at least once: the values in hit order and how it ended."""
+    """A run that hit the breakpoint at least once: the hits in order, how it ended, what to know."""
 
     breakpoint: str
     expression: str
-    results: list[HitValue]
+    results: list[Hit]
     timed_out: bool
     exit: str
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
 class _RunState:
     breakpoint_ids: set[str] = field(default_factory=set)
+    # Breakpoints that only hold a compiled module at its start (never a hit of their own).
+    entry_ids: set[str] = field(default_factory=set)
     matched: bool = False
     scripts: list[str] = field(default_factory=list)
     main_context: int | None = None
     # Generated files whose predicted by-URL breakpoint already covers them.
     predicted_scripts: set[str] = field(default_factory=set)
-    results: list[HitValue] = field(default_factory=list)
+    # scriptId -> (url, sourceMapURL) of every script that may pause at our breakpoints.
+    script_urls: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # scriptId -> its map naming our file (None: read, names nothing of ours).
+    maps: dict[str, ScriptMap | None] = field(default_factory=dict)
+    # (scriptId, line, column) of a pause -> where it is in our file, None when refused.
+    verdicts: dict[tuple[str, int, int], HitLocation | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    form: str = ""
+    budget: int = 0
+    evaluating: HitLocation | None = None
+    results: list[Hit] = field(default_factory=list)
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
 
 
-async def run_debug_session(request: DebugRequest) -> DebugOutcome:
+async def run_debug_session(request: DebugRequest, policy: CommandPolicy | None = None) -> DebugOutcome:
     """Run the command under the debugger and return the expression's value at every hit.
 
     Raises DebugScriptError for every failure the caller should see as an error
     result, with its final message.
     """
-    return await _DebugRun(request).run()
+    return await _DebugRun(request, policy or CommandPolicy()).run()
 
 
 class _DebugRun:
-    def __init__(self, request: DebugRequest) -> None:
+    def __init__(self, request: DebugRequest, policy: CommandPolicy) -> None:
         self.request = request
+        self.policy = policy
         self.target = BreakpointTarget(request.file, request.line)
-        self.state = _RunState()
+        self.state = _RunState(budget=request.max_total_length)
 
     async def run(self) -> DebugOutcome:
-        argv = with_inspect_brk(split_command(self.request.command))
+        argv = split_command(self.request.command)
+        self.policy.check(argv)
+        argv = with_inspect_brk(argv)
         deadline = asyncio.get_running_loop().time() + self.request.timeout_ms / 1000
-        # Reading source maps on disk overlaps with Node's start-up.
+        # Reading the breakpoint file and source maps on disk overlaps with Node's start-up.
         roots = search_roots(argv, os.getcwd())
-        predicting = asyncio.ensure_future(
-            asyncio.to_thread(predict_locations, self.target.candidates, self.target.line0, roots)
-        )
+        predicting = asyncio.ensure_future(asyncio.to_thread(self._read_disk, roots))
         try:
             process = await NodeProcess.start(argv)
         except BaseException:
@@ -122,13 +165,16 @@ class _DebugRun:
                 finished = True
         except TimeoutError:
             timed_out = True
+            self._expression_did_not_return()
         except CdpClosed:
             finished = True  # the process exited while we were still setting up
         except CdpError as error:
-            raise DebugScriptError(
-                f"The Node.js inspector refused a command: {error}. Is this a Node.js version "
-                "without the DevTools Protocol methods debug-script uses (Node 18 or newer works)?"
-            ) from error
+            hint = (
+                " Node 18 or newer has every DevTools Protocol method debug-script uses."
+                if error.code == _METHOD_NOT_FOUND
+                else ""
+            )
+            raise DebugScriptError(f"The Node.js inspector refused a command: {error}.{hint}") from error
         finally:
             predicting.cancel()
             try:
@@ -138,9 +184,20 @@ class _DebugRun:
                 await process.close(grace=_EXIT_GRACE_SECONDS if finished else 0.0)
         return self._verdict(process, timed_out)
 
+    def _read_disk(self, roots: list[str]) -> list[PredictedLocation]:
+        """Off the event loop: which lines of the breakpoint file hold code, and predicted locations."""
+        line_count = self.target.line_count()
+        if line_count is not None and self.request.line > line_count:
+            raise DebugScriptError(
+                f"breakpoint.line {self.request.line} is past the end of {self.target.path}, "
+                f"which has {line_count} line{'s' if line_count != 1 else ''}."
+            )
+        return predict_locations(self.target.candidates, self.target.line0, roots)
+
     async def _prepare(self, cdp: CdpConnection, predicted: list[PredictedLocation]) -> None:
         await cdp.send("Runtime.enable")
         await cdp.send("Debugger.enable")
+        self.state.form = await choose_form(cdp, self.request.expression)
         # An older V8 lacks it: a mapped breakpoint in a lazily loaded script may then come late.
         with contextlib.suppress(CdpError):
             await cdp.send(
@@ -148,6 +205,15 @@ class _DebugRun:
                 {"instrumentation": "beforeScriptWithSourceMapExecution"},
             )
         await self._set_by_url(cdp, self.target.url_regex, self.target.line0, 0)
+        if not self.target.path.endswith(_JAVASCRIPT_SUFFIXES):
+            # A loader (tsx) may serve this very file compiled, as an ES module: V8 makes no
+            # pause before a module runs, so stop at its first statement, by which time its
+            # scriptParsed has set the mapped breakpoint.
+            response = await cdp.send(
+                "Debugger.setBreakpointByUrl",
+                {"urlRegex": self.target.url_regex, "lineNumber": 0, "columnNumber": 0},
+            )
+            self.state.entry_ids.add(response["breakpointId"])
         for location in predicted:
             spellings = {location.script, os.path.realpath(location.script)}
             self.state.predicted_scripts |= spellings
@@ -189,23 +255,39 @@ class _DebugRun:
         if not url or url.startswith("node:"):
             return
         self.state.scripts.append(url)
-        if self.target.names_script(url):
-            self.state.matched = True  # the by-URL breakpoint already covers it
+        script_id = str(params.get("scriptId"))
+        source_map_url = str(params.get("sourceMapURL") or "")
+        names = self.target.names_script(url)
+        path = path_from_url(url)
+        predicted = path is not None and os.path.normpath(path) in self.state.predicted_scripts
+        if names or predicted:
+            self.state.matched = True
+            self.state.script_urls[script_id] = (url, source_map_url)
+        if not source_map_url or (predicted and not names):
+            # Our file itself (the by-URL breakpoint covers it), no map to read, or a
+            # predicted script whose map is read when it first pauses.
             return
-        mapped = self.target.mapped_location(url, str(params.get("sourceMapURL") or ""))
+        mapped = await asyncio.to_thread(self.target.script_map, url, source_map_url)
+        self.state.maps[script_id] = mapped
         if mapped is None:
             return
+        # Even when the URL names our file, the code is generated (tsx): go through the map.
         self.state.matched = True
-        path = path_from_url(url)
-        if mapped.position is None or (
-            path is not None and os.path.normpath(path) in self.state.predicted_scripts
-        ):
+        self.state.script_urls[script_id] = (url, source_map_url)
+        landing = mapped.source_map.landing(mapped.source, self.target.line0)
+        if landing is None:
+            self.state.note(no_code_note(self.request.line, None))
             return
-        line, column = mapped.position
+        line, column, original_line = landing
+        if not slide_allowed(self.target.code(), self.target.line0, original_line):
+            self.state.note(no_code_note(self.request.line, original_line + 1))
+            return
+        if predicted:
+            return
         try:
             response = await cdp.send(
                 "Debugger.setBreakpoint",
-                {"location": {"scriptId": params["scriptId"], "lineNumber": line, "columnNumber": column}},
+                {"location": {"scriptId": script_id, "lineNumber": line, "columnNumber": column}},
             )
         except CdpError:
             return
@@ -215,12 +297,87 @@ class _DebugRun:
         frames = params.get("callFrames") or []
         ours = self.state.breakpoint_ids.intersection(params.get("hitBreakpoints") or [])
         if ours and frames:
-            value = await evaluate_on_frame(cdp, frames[0]["callFrameId"], self.request.expression)
-            self.state.results.append(value)
-            await cdp.send("Runtime.releaseObjectGroup", {"objectGroup": OBJECT_GROUP})
+            location = await self._where(frames[0])
+            if location is not None:
+                await self._evaluate(cdp, frames[0]["callFrameId"], location)
         elif params.get("reason") == "Break on start" and not self._may_still_load():
             raise DebugScriptError(self._no_match_message("the file does not exist"))
         await cdp.send("Debugger.resume")
+
+    async def _evaluate(self, cdp: CdpConnection, call_frame_id: str, location: HitLocation) -> None:
+        state = self.state
+        limit = min(self.request.max_value_length, state.budget)
+        state.evaluating = location
+        try:
+            value = await evaluate_on_frame(cdp, call_frame_id, state.form, limit)
+        except CdpClosed:
+            # `process.exit()` in the expression: the hit happened, its evaluation ended the program.
+            state.results.append(
+                Hit(
+                    HitValue("error", "The process exited while the expression was being evaluated."),
+                    location,
+                )
+            )
+            state.evaluating = None
+            raise
+        state.evaluating = None
+        state.budget = max(0, state.budget - value.length())
+        state.results.append(Hit(value, location))
+
+    def _expression_did_not_return(self) -> None:
+        location = self.state.evaluating
+        if location is None:
+            return
+        message = (
+            f"The expression did not return within the timeout of {format_ms(self.request.timeout_ms)} ms "
+            "(an endless loop or a wait in the expression?); the process was stopped."
+        )
+        self.state.results.append(Hit(HitValue("error", message), location))
+
+    async def _where(self, frame: dict[str, Any]) -> HitLocation | None:
+        """Where in the breakpoint file a pause is, or None when it is not the requested line's code."""
+        location = frame.get("location") or {}
+        script_id = str(location.get("scriptId"))
+        line, column = int(location.get("lineNumber", 0)), int(location.get("columnNumber", 0))
+        key = (script_id, line, column)
+        if key in self.state.verdicts:
+            return self.state.verdicts[key]
+        function, _ = escape_lone_surrogates(str(frame.get("functionName") or ""))
+        landed = await self._original(script_id, line, column, function)
+        verdict: HitLocation | None = None
+        if landed is None:
+            self.state.note(
+                f"V8 stopped for line {self.request.line} in generated code that maps to no line of "
+                f"{self.target.path}: those pauses were not counted."
+            )
+        elif slide_allowed(self.target.code(), self.target.line0, landed.line - 1):
+            verdict = landed
+            if landed.line != self.request.line:
+                self.state.note(slide_note(self.request.line, landed.line))
+        else:
+            self.state.note(refusal_note(self.request.line, landed, self.target.code()))
+        self.state.verdicts[key] = verdict
+        return verdict
+
+    async def _original(self, script_id: str, line: int, column: int, function: str) -> HitLocation | None:
+        """A paused position in the breakpoint file's terms: through the script's map when it has one."""
+        if script_id not in self.state.maps and script_id in self.state.script_urls:
+            url, source_map_url = self.state.script_urls[script_id]
+            self.state.maps[script_id] = (
+                await asyncio.to_thread(self.target.script_map, url, source_map_url)
+                if source_map_url
+                else None
+            )
+        mapped = self.state.maps.get(script_id)
+        if mapped is None:
+            url = self.state.script_urls.get(script_id, ("", ""))[0]
+            if not self.target.names_script(url):
+                return None
+            return HitLocation(line + 1, column + 1, function)
+        mapping = mapped.source_map.original_position(line, column)
+        if mapping is None or mapping.source != mapped.source or mapping.original_line is None:
+            return None
+        return HitLocation(mapping.original_line + 1, (mapping.original_column or 0) + 1, function)
 
     def _may_still_load(self) -> bool:
         """Whether a later require or import could still load (or map) the breakpoint file."""
@@ -231,6 +388,7 @@ class _DebugRun:
         )
 
     def _verdict(self, process: NodeProcess, timed_out: bool) -> DebugOutcome:
+        notes = self.state.notes
         if self.state.results:
             return DebugOutcome(
                 breakpoint=self.target.describe(),
@@ -238,15 +396,16 @@ class _DebugRun:
                 results=self.state.results,
                 timed_out=timed_out,
                 exit=process.describe_exit() if not timed_out else "stopped at the timeout",
+                notes=notes,
             )
+        suffix = "".join(f" {note}" for note in notes)
         if timed_out:
-            raise DebugScriptError(
-                timeout_message(self.request.timeout_ms) + process.inspector_missing_hint()
-            )
+            message = timeout_message(self.request.timeout_ms) + process.inspector_missing_hint()
+            raise DebugScriptError(message + ("." + suffix if suffix else ""))
         if not self.state.matched:
             reason = f"the process exited ({process.describe_exit()}) without loading it"
             raise DebugScriptError(self._no_match_message(reason) + process.stderr_excerpt())
-        raise DebugScriptError(PROCESS_EXITED)
+        raise DebugScriptError(PROCESS_EXITED + ("." + suffix if suffix else ""))
 
     def _no_match_message(self, reason: str) -> str:
         scripts = self.state.scripts

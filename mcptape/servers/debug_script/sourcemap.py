@@ -13,9 +13,10 @@ columns are 0-based, as in source maps and the Chrome DevTools Protocol.
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -105,6 +106,8 @@ class SourceMap:
 
     sources: list[str]
     mappings: list[Mapping]
+    # Mappings by generated line, sorted by column: built on the first reverse lookup.
+    _by_line: dict[int, list[Mapping]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def parse(cls, text: str | bytes, base_dir: str | None) -> SourceMap:
@@ -166,6 +169,11 @@ class SourceMap:
         next original line that did is used, as editors and V8 slide a breakpoint to
         the next breakable line.
         """
+        landing = self.landing(source, original_line)
+        return None if landing is None else (landing[0], landing[1])
+
+    def landing(self, source: int, original_line: int) -> tuple[int, int, int] | None:
+        """Generated (line, column) and the original line it came from, for :meth:`generated_position`."""
         best_line: int | None = None
         best: tuple[int, int] | None = None
         for mapping in self.mappings:
@@ -178,7 +186,24 @@ class SourceMap:
                 best_line, best = mapping.original_line, position
             elif mapping.original_line == best_line and best is not None and position < best:
                 best = position
-        return best
+        if best is None or best_line is None:
+            return None
+        return (*best, best_line)
+
+    def original_position(self, generated_line: int, generated_column: int) -> Mapping | None:
+        """The mapping covering a generated position: the last one at or before it on its line."""
+        if not self._by_line:
+            for mapping in self.mappings:
+                self._by_line.setdefault(mapping.generated_line, []).append(mapping)
+            for line in self._by_line.values():
+                line.sort(key=lambda mapping: mapping.generated_column)
+            self._by_line.setdefault(-1, [])  # marks the index as built, even for an empty map
+        line = self._by_line.get(generated_line) or []
+        index = bisect.bisect_right(line, generated_column, key=lambda mapping: mapping.generated_column)
+        if index == 0:
+            return None
+        mapping = line[index - 1]
+        return mapping if mapping.original_line is not None else None
 
 
 def _resolve_source(source: str, root: str, base_dir: str | None) -> str:
@@ -206,25 +231,33 @@ def path_from_url(url: str) -> str | None:
     return None
 
 
-def load_source_map(source_map_url: str, script_url: str) -> SourceMap | None:
+def load_source_map(
+    source_map_url: str, script_url: str, needles: frozenset[bytes] | None = None
+) -> SourceMap | None:
     """Read the source map a script points at: an inline ``data:`` URL or a local file.
 
     A relative map URL is resolved against the script's folder. Returns None when
     the map is remote, missing or unreadable: a script without a usable map simply
-    cannot take a mapped breakpoint, which is not an error of the run.
+    cannot take a mapped breakpoint, which is not an error of the run. With
+    ``needles``, a map whose text contains none of them is not decoded (None): a
+    map naming our file holds its base name, and decoding big unrelated maps is slow.
     """
     script_path = path_from_url(script_url)
     script_dir = os.path.dirname(script_path) if script_path else None
     try:
         if source_map_url.startswith("data:"):
-            return SourceMap.parse(_data_url_payload(source_map_url), script_dir)
-        map_path = path_from_url(source_map_url)
-        if map_path is None:
-            if "://" in source_map_url or script_dir is None:
-                return None
-            map_path = os.path.join(script_dir, unquote(source_map_url))
-        return SourceMap.parse(Path(map_path).read_bytes(), os.path.dirname(map_path))
-    except (OSError, SourceMapError, ValueError):
+            data, base_dir = _data_url_payload(source_map_url), script_dir
+        else:
+            map_path = path_from_url(source_map_url)
+            if map_path is None:
+                if "://" in source_map_url or script_dir is None:
+                    return None
+                map_path = os.path.join(script_dir, unquote(source_map_url))
+            data, base_dir = Path(map_path).read_bytes(), os.path.dirname(map_path)
+        if needles is not None and not any(needle in data for needle in needles):
+            return None
+        return SourceMap.parse(data, base_dir)
+    except (OSError, SourceMapError, ValueError, RecursionError):
         return None
 
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
 
-from mcptape.servers.debug_script.sourcemap import load_source_map, path_from_url
+from mcptape.servers.debug_script.locations import code_lines
+from mcptape.servers.debug_script.sourcemap import SourceMap, load_source_map, path_from_url
 
 # Characters a file URL never percent-encodes; any other one may appear either way.
 _URL_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/-._~")
@@ -57,6 +60,14 @@ class MappedLocation:
     position: tuple[int, int] | None
 
 
+@dataclass(frozen=True)
+class ScriptMap:
+    """A loaded script's source map that names the breakpoint file as source ``source``."""
+
+    source_map: SourceMap
+    source: int
+
+
 @dataclass
 class BreakpointTarget:
     """The breakpoint as the user gave it, resolved against the server's working directory."""
@@ -65,11 +76,34 @@ class BreakpointTarget:
     line: int
     path: str = field(init=False)
     candidates: set[str] = field(init=False)
+    needles: frozenset[bytes] = field(init=False)
+    _code: list[bool] | None = field(init=False, default=None)
+    _code_read: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:
         self.path = os.path.normpath(os.path.abspath(self.file))
         # Node loads the real path of a main module (symlinks resolved): accept both spellings.
         self.candidates = {self.path, os.path.realpath(self.path)}
+        names = {os.path.basename(path) for path in self.candidates}
+        # A map's `sources` may percent-encode the name (spaces, non-ASCII).
+        self.needles = frozenset(
+            spelling.encode() for name in names for spelling in (name, quote(name, safe=""))
+        )
+
+    def code(self) -> list[bool] | None:
+        """Which lines of the breakpoint file hold code (read once); None when it cannot be read."""
+        if not self._code_read:
+            self._code_read = True
+            try:
+                self._code = code_lines(Path(self.path).read_text(encoding="utf-8", errors="replace"))
+            except OSError:
+                self._code = None
+        return self._code
+
+    def line_count(self) -> int | None:
+        """How many lines the breakpoint file has; None when it cannot be read."""
+        code = self.code()
+        return None if code is None else len(code)
 
     @property
     def line0(self) -> int:
@@ -86,18 +120,22 @@ class BreakpointTarget:
         path = path_from_url(url)
         return path is not None and os.path.normpath(path) in self.candidates
 
-    def mapped_location(self, script_url: str, source_map_url: str) -> MappedLocation | None:
-        """Where our line landed in a script whose source map names our file; None when it does not."""
+    def script_map(self, script_url: str, source_map_url: str) -> ScriptMap | None:
+        """The script's source map when it names our file (decoding nothing else); else None."""
         if not source_map_url:
             return None
-        source_map = load_source_map(source_map_url, script_url)
+        source_map = load_source_map(source_map_url, script_url, self.needles)
         if source_map is None:
             return None
         index = source_map.source_index(self.candidates)
-        if index is None:
+        return None if index is None else ScriptMap(source_map, index)
+
+    def mapped_location(self, script_url: str, source_map_url: str) -> MappedLocation | None:
+        """Where our line landed in a script whose source map names our file; None when it does not."""
+        mapped = self.script_map(script_url, source_map_url)
+        if mapped is None:
             return None
-        position = source_map.generated_position(index, self.line0)
-        return MappedLocation(position)
+        return MappedLocation(mapped.source_map.generated_position(mapped.source, self.line0))
 
     def describe(self) -> str:
         """``/abs/path/test.ts:9`` for messages."""

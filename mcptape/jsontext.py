@@ -1,0 +1,139 @@
+"""JSON source text: where a member or element of an already validated JSON text lies.
+
+Parsers give values, not the text they came from; an id must go back to a peer as the
+peer wrote it (``1.0``, ``"\\u00e9"``, ``18446744073709551617``). These scanners find
+spans in text that a JSON parser has already accepted, without recursion (nesting of
+any depth) and with regular expressions doing the per-character work.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Final, NamedTuple
+
+_WS: Final = re.compile(r"[ \t\n\r]*")
+_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+# The tokens that matter when skipping a container: whole strings (so brackets inside
+# them are ignored) and brackets.
+_TOKEN: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
+_SCALAR_END: Final = re.compile(r"[ \t\n\r,\]}]")
+_SCALAR = r'(?:"[^"\\]*(?:\\.[^"\\]*)*"|-?[0-9][0-9.eE+-]*|true|false|null)'
+# Where JSON-RPC peers put the id: first, after "jsonrpc" (and "method"), or last (the
+# TypeScript SDK writes responses as {"result":...,"jsonrpc":"2.0","id":...}).
+_HEAD_ID: Final = re.compile(
+    r'[ \t\n\r]*\{[ \t\n\r]*(?:"(?:jsonrpc|method)"[ \t\n\r]*:[ \t\n\r]*"[^"\\]*"[ \t\n\r]*,[ \t\n\r]*){0,2}'
+    r'"id"[ \t\n\r]*:[ \t\n\r]*(' + _SCALAR + r")[ \t\n\r]*[,}]"
+)
+_TAIL_ID: Final = re.compile(
+    r'[{,][ \t\n\r]*"id"[ \t\n\r]*:[ \t\n\r]*(' + _SCALAR + r")[ \t\n\r]*\}[ \t\n\r]*\Z"
+)
+TAIL_CHARS: Final = 4096
+_COMPACT: Final = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")|[ \t\n\r]+', re.S)
+
+
+def _ws(text: str, i: int) -> int:
+    m = _WS.match(text, i)
+    return m.end() if m else i
+
+
+def skip_value(text: str, i: int) -> int:
+    """The end of the JSON value starting at ``text[i]`` (valid JSON assumed)."""
+    c = text[i]
+    if c == '"':
+        m = _STRING.match(text, i)
+        if m is None:
+            raise ValueError("unterminated string")
+        return m.end()
+    if c in "[{":
+        depth = 0
+        for m in _TOKEN.finditer(text, i):
+            ch = text[m.start()]
+            if ch in "[{":
+                depth += 1
+            elif ch in "]}":
+                depth -= 1
+                if depth == 0:
+                    return m.end()
+        raise ValueError("unterminated container")
+    m = _SCALAR_END.search(text, i)
+    return m.start() if m else len(text)
+
+
+class Member(NamedTuple):
+    """One member of a JSON object in its text: the key, where its key starts, where its
+    value starts and ends."""
+
+    key: str
+    key_start: int
+    value_start: int
+    value_end: int
+
+
+def object_members(text: str, start: int = 0) -> list[Member] | None:
+    """The members of the JSON object starting at ``text[start]`` (after whitespace), in
+    text order, duplicates included; None when no object starts there."""
+    i = _ws(text, start)
+    if not text.startswith("{", i):
+        return None
+    members: list[Member] = []
+    i = _ws(text, i + 1)
+    while i < len(text) and text[i] != "}":
+        m = _STRING.match(text, i)
+        if m is None:
+            return None
+        name = m.group()
+        colon = _ws(text, m.end())
+        if not text.startswith(":", colon):
+            return None
+        value_start = _ws(text, colon + 1)
+        value_end = skip_value(text, value_start)
+        members.append(Member(json.loads(name) if "\\" in name else name[1:-1], i, value_start, value_end))
+        i = _ws(text, value_end)
+        if text.startswith(",", i):
+            i = _ws(text, i + 1)
+    return members
+
+
+def member_span(text: str, key: str) -> tuple[int, int] | None:
+    """The span of member ``key``'s value in the JSON object ``text`` (the last one wins,
+    as parsers do with duplicate keys); None when ``text`` is no object or lacks ``key``."""
+    found = None
+    for member in object_members(text) or ():
+        if member.key == key:
+            found = (member.value_start, member.value_end)
+    return found
+
+
+def id_candidate(text: str) -> str | None:
+    """The text of a scalar ``id`` member where peers usually put it, or None.
+
+    Cheap (no scan of the whole text) but not authoritative with duplicate keys:
+    callers check it against the parsed id and fall back to :func:`member_span`.
+    """
+    m = _HEAD_ID.match(text)
+    if m is None:
+        m = _TAIL_ID.search(text, max(0, len(text) - TAIL_CHARS))
+    return m.group(1) if m else None
+
+
+def element_spans(text: str, start: int = 0) -> list[tuple[int, int]] | None:
+    """The spans of the elements of the JSON array starting at ``text[start]`` (after
+    whitespace); None when no array starts there."""
+    i = _ws(text, start)
+    if not text.startswith("[", i):
+        return None
+    spans = []
+    i = _ws(text, i + 1)
+    while i < len(text) and text[i] != "]":
+        end = skip_value(text, i)
+        spans.append((i, end))
+        i = _ws(text, end)
+        if text.startswith(",", i):
+            i = _ws(text, i + 1)
+    return spans
+
+
+def compact_json(text: str) -> str:
+    """``text`` without whitespace outside strings."""
+    return _COMPACT.sub(lambda m: m.group(1) or "", text)

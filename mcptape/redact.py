@@ -1,0 +1,221 @@
+"""Redaction of secrets before they reach a recording: command lines, environments,
+URLs and HTTP headers. Pure functions on plain values.
+
+A redacted value becomes a placeholder ``«redacted:<8 hex>»``. The hex digits are the
+start of HMAC-SHA256(key, secret) with a key drawn at random once per process: within
+one recording session (one process) the same secret always gives the same placeholder,
+so a recording stays replayable and two places holding one token are seen to match;
+across processes the placeholders differ, so nobody can test guesses of a short
+password against a placeholder found in an old database. A placeholder is never
+redacted again (redacting twice changes nothing).
+
+What counts as a secret (case-insensitive, ``_`` and ``-`` alike):
+
+- flags: ``--token``, ``--api-key``, ``--password``, ``--secret``, ``--key``,
+  ``--client-secret``, ``--access-token``, ``--auth``, ``--pat``, ``--cookie``…
+  (any flag whose last word is one of :data:`SECRET_WORDS`, or that contains
+  ``password``/``secret``/``token``/``apikey`` as a word), as ``--flag value`` or
+  ``--flag=value``;
+- environment names ``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PAT``, ``*PASSWORD*``,
+  ``*PASSWD*``, ``AUTHORIZATION``, ``*_CREDENTIALS``… and ``NAME=value`` arguments
+  with such a name (``docker run -e API_KEY=…``);
+- in any argument or value: URL user-info (``https://user:pass@host``), query
+  parameters such as ``token=``, ``key=``, ``api_key=``, ``sig=``, and the
+  credentials after ``Bearer``/``Basic``/``Token``;
+- headers: ``Authorization``, ``Proxy-Authorization`` (the scheme is kept:
+  ``Bearer «redacted:…»``), ``Cookie``, ``Set-Cookie``, ``X-Api-Key``, ``Api-Key``,
+  ``*-Token``, ``*-Key``, ``*-Secret`` and the names the user adds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+__all__ = [
+    "PLACEHOLDER",
+    "SECRET_WORDS",
+    "is_secret_env_name",
+    "is_secret_flag",
+    "is_secret_header",
+    "placeholder",
+    "redact_argv",
+    "redact_env",
+    "redact_headers",
+    "redact_text",
+    "redact_url",
+]
+
+_KEY: Final = secrets.token_bytes(32)
+PLACEHOLDER: Final = re.compile(r"«redacted:[0-9a-f]{8}»")
+
+# A flag, env name or query parameter whose last word is one of these holds a secret.
+SECRET_WORDS: Final = frozenset(
+    {
+        "key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass", "pat",
+        "auth", "authorization", "credential", "credentials", "cookie", "bearer", "sig",
+        "signature", "passphrase",
+    }
+)  # fmt: skip
+# Words that make a name secret wherever they stand (``SECRET_KEY_BASE``, ``--token-file``
+# is the exception people expect least, and redacting a path loses little).
+_ANYWHERE: Final = frozenset({"password", "passwd", "secret", "secrets", "token", "apikey", "passphrase"})
+# Names that end in a secret word but hold none.
+_NOT_SECRET: Final = frozenset({"pwd", "oldpwd"})
+
+_SECRET_HEADERS: Final = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"}
+)
+_AUTH_HEADERS: Final = frozenset({"authorization", "proxy-authorization"})
+
+_USERINFO: Final = re.compile(
+    r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^/?#@\s:]*)(?::(?P<pw>[^/?#@\s]*))?@"
+)
+_QUERY_PARAM: Final = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&#;\s]+)=(?P<value>[^&#;\s]*)")
+# Basic and Token credentials are long; the length keeps "token limit" from counting.
+_SCHEME_CREDENTIALS: Final = re.compile(
+    r"(?i)\b(?:(?P<bearer>bearer)(?P<gap>\s+)(?P<cred>[A-Za-z0-9\-._~+/]+=*)"
+    r"|(?P<scheme>basic|token)(?P<gap2>\s+)(?P<cred2>[A-Za-z0-9\-._~+/]{8,}=*))"
+)
+_HEADER_ARG: Final = re.compile(r"(?P<name>[A-Za-z0-9-]+)(?P<sep>\s*:\s*)(?P<value>.+)", re.S)
+_ENV_ARG: Final = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)", re.S)
+
+
+def placeholder(secret: str) -> str:
+    """The placeholder that stands for ``secret`` in this process (see the module doc)."""
+    if PLACEHOLDER.fullmatch(secret):
+        return secret
+    digest = hmac.new(_KEY, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+    return f"«redacted:{digest[:8]}»"
+
+
+def _hide(secret: str) -> str:
+    return placeholder(secret) if secret else secret
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in re.split(r"[-_.\s]+", name.strip("-").lower()) if w]
+
+
+def _secret_name(name: str) -> bool:
+    words = _words(name)
+    # ``--no-auth`` and friends switch something off: they take no value.
+    if not words or words[0] == "no" or "_".join(words) in _NOT_SECRET:
+        return False
+    return words[-1] in SECRET_WORDS or any(w in _ANYWHERE for w in words)
+
+
+def is_secret_flag(flag: str) -> bool:
+    """Whether a command-line flag (``--api-key``, ``--token``) takes a secret value."""
+    return flag.startswith("--") and _secret_name(flag[2:])
+
+
+def is_secret_env_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (``OPENAI_API_KEY``)."""
+    upper = name.upper()
+    return "PASSWORD" in upper or "PASSWD" in upper or _secret_name(name)
+
+
+def is_secret_header(name: str, extra_names: Iterable[str] = ()) -> bool:
+    """Whether an HTTP header carries a credential (or is one of ``extra_names``)."""
+    lower = name.strip().lower()
+    if lower in _SECRET_HEADERS or lower in {n.strip().lower() for n in extra_names}:
+        return True
+    return lower.endswith(("-token", "-key", "-secret", "-password", "-auth"))
+
+
+def redact_url(url: str) -> str:
+    """``url`` with user-info and secret query parameters replaced by placeholders.
+
+    Every other character stays as it was. Works on any text that holds URLs.
+    """
+
+    def userinfo(m: re.Match[str]) -> str:
+        if m.group("pw") is not None:
+            return f"{m.group('scheme')}{m.group('user')}:{_hide(m.group('pw'))}@"
+        return f"{m.group('scheme')}{_hide(m.group('user'))}@"
+
+    def param(m: re.Match[str]) -> str:
+        if not _secret_name(m.group("name")):
+            return m.group(0)
+        return f"{m.group('lead')}{m.group('name')}={_hide(m.group('value'))}"
+
+    out = _USERINFO.sub(userinfo, url)
+    if "?" in out or "#" in out:
+        out = _QUERY_PARAM.sub(param, out)
+    return out
+
+
+def redact_text(text: str) -> str:
+    """Secrets recognisable inside free text: URLs (see :func:`redact_url`), the
+    credentials after ``Bearer``/``Basic``/``Token``, a ``Header: value`` line naming
+    a secret header, a ``NAME=value`` pair naming a secret variable."""
+    m = _HEADER_ARG.fullmatch(text)
+    if m and is_secret_header(m.group("name")):
+        return m.group("name") + m.group("sep") + _header_value(m.group("name"), m.group("value"))
+    m = _ENV_ARG.fullmatch(text)
+    if m and is_secret_env_name(m.group("name")):
+        return f"{m.group('name')}={_hide(m.group('value'))}"
+    return _SCHEME_CREDENTIALS.sub(_scheme_credentials, redact_url(text))
+
+
+def _scheme_credentials(m: re.Match[str]) -> str:
+    if m.group("bearer") is not None:
+        return m.group("bearer") + m.group("gap") + _hide(m.group("cred"))
+    return m.group("scheme") + m.group("gap2") + _hide(m.group("cred2"))
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """A command line with the values of secret-looking flags and embedded credentials
+    replaced by placeholders; every other argument is kept as it was."""
+    out: list[str] = []
+    take_next = False
+    for arg in argv:
+        if take_next:
+            take_next = False
+            if not arg.startswith("--"):  # a flag after a flag: the first had no value
+                out.append(_hide(arg))
+                continue
+        if arg.startswith("--") and "=" in arg:
+            flag, value = arg.split("=", 1)
+            out.append(f"{flag}={_hide(value) if is_secret_flag(flag) else redact_text(value)}")
+            continue
+        elif is_secret_flag(arg):
+            take_next = True
+            out.append(arg)
+            continue
+        out.append(redact_text(arg))
+    return out
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """An environment with secret-named variables' values replaced by placeholders,
+    and credentials inside other values (URLs, ``Bearer …``) redacted."""
+    return {
+        name: _hide(value) if is_secret_env_name(name) else redact_text(value) for name, value in env.items()
+    }
+
+
+def _header_value(name: str, value: str) -> str:
+    if name.strip().lower() in _AUTH_HEADERS:
+        scheme, sep, credentials = value.partition(" ")
+        if sep and credentials.strip() and scheme.isalpha():
+            return f"{scheme} {_hide(credentials.strip())}"
+    return _hide(value)
+
+
+def redact_headers(headers: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:
+    """HTTP headers with credentials replaced by placeholders, names and order kept.
+
+    ``Authorization: Bearer abc`` keeps its scheme (``Bearer «redacted:…»``);
+    ``extra_names`` are further header names the user wants hidden.
+    """
+    extra = list(extra_names)
+    return {
+        name: _header_value(name, value) if is_secret_header(name, extra) else value
+        for name, value in headers.items()
+    }

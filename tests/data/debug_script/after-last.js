@@ -1,0 +1,5 @@
+let n = 0;
+setInterval(() => { n++; }, 10);
+function never() {
+  return 1;
+}
