@@ -110,5 +110,12 @@ def test_every_transport_pair_gives_the_same_results_as_a_direct_connection(
         }
         assert streams == ({"post"} if client == "http" else {"sse-endpoint"})
         assert con.execute("select count(*) from frames where kind='malformed'").fetchone() == (0,)
+        # Legacy SSE: the endpoint event mcptape served and, behind it, the upstream's own.
+        endpoints = [
+            t for (t,) in con.execute("select text from events where kind='sse_endpoint' order by id")
+        ]
+        ours = [t for t in endpoints if t.startswith("/servers/everything/messages?session_id=")]
+        theirs = [t for t in endpoints if t.startswith("http://127.0.0.1:")]
+        assert (len(ours), len(theirs)) == (int(client == "sse"), int(upstream == "sse"))
     finally:
         con.close()

@@ -29,7 +29,9 @@ from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
 from mcptape.proxy.http import security
 from mcptape.proxy.http.gateway_store import GatewayStore
 from mcptape.proxy.http.headers import SESSION_ID, that_matter
-from mcptape.proxy.http.server import DownstreamLink, EventStream, HttpSessionLink, SseSessionLink
+from mcptape.proxy.http.passthrough import WELL_KNOWN, PassThrough
+from mcptape.proxy.http.server import DownstreamLink, EventStream, HttpSessionLink
+from mcptape.proxy.http.sse_server import sse_get, sse_post
 from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.relay import Relay
@@ -64,7 +66,7 @@ class GatewaySession:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": f"mcptape: {message}"}}
     return web.json_response(body, status=status, headers=headers)
 
@@ -80,6 +82,7 @@ class Gateway:
         self.hosts: frozenset[str] = frozenset()
         self._sweeper: asyncio.Task[None] | None = None
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mcptape-gateway-store")
+        self.passthrough = PassThrough(self.store, self._pool, config.redact_names)
 
     # -- the app --------------------------------------------------------------------
 
@@ -89,8 +92,9 @@ class Gateway:
         app.router.add_post("/servers/{name}/mcp", self._mcp_post)
         app.router.add_get("/servers/{name}/mcp", self._mcp_get)
         app.router.add_delete("/servers/{name}/mcp", self._mcp_delete)
-        app.router.add_get("/servers/{name}/sse", self._sse_get)
-        app.router.add_post("/servers/{name}/messages", self._sse_post)
+        app.router.add_get("/servers/{name}/sse", lambda request: sse_get(self, request))
+        app.router.add_post("/servers/{name}/messages", lambda request: sse_post(self, request))
+        app.router.add_get(WELL_KNOWN + "/servers/{name}/mcp", self._protected_resource)
         return app
 
     def bound(self, port: int) -> None:
@@ -102,19 +106,19 @@ class Gateway:
     async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
         # Rebinding checks come before anything else, /health included.
         if (request.host or "").lower() not in self.hosts:
-            return _error(403, f"Host {request.host!r} is not this gateway's")
+            return error_response(403, f"Host {request.host!r} is not this gateway's")
         if not security.origin_allowed(request.headers.get("Origin"), self.hosts, self.config.extra_origins):
-            return _error(403, f"Origin {request.headers.get('Origin')!r} is not allowed")
+            return error_response(403, f"Origin {request.headers.get('Origin')!r} is not allowed")
         if request.path == "/health":
             return await handler(request)
         auth = security.check_token(request.headers, self.config.token)
         if not auth.ok:
-            return _error(
+            return error_response(
                 401, "missing or wrong gateway token", {"WWW-Authenticate": 'Bearer realm="mcptape"'}
             )
         name = request.match_info.get("name")
         if name is None or name not in self.config.registry:
-            return _error(404, f"no upstream named {name!r} is registered")
+            return error_response(404, f"no upstream named {name!r} is registered")
         request["auth_via"] = auth.via
         return await handler(request)
 
@@ -138,7 +142,7 @@ class Gateway:
             headers["Authorization"] = forward_auth
         return remote_link(spec.url, spec.transport, headers, redact_names=self.config.redact_names)
 
-    async def _open(self, request: web.Request, link: DownstreamLink, kind: str) -> GatewaySession:
+    async def open_session(self, request: web.Request, link: DownstreamLink, kind: str) -> GatewaySession:
         name = request.match_info["name"]
         spec = self.config.registry[name]
         # The client's own Authorization reaches the upstream only when our token came another way.
@@ -170,7 +174,7 @@ class Gateway:
             session.task.add_done_callback(lambda _: self.ending.discard(session))
         session.link.client_gone(why)
 
-    def _meta(self, request: web.Request, stream: str) -> dict[str, Any]:
+    def frame_meta(self, request: web.Request, stream: str) -> dict[str, Any]:
         return {
             "http_method": request.method,
             "path": request.path,
@@ -180,33 +184,63 @@ class Gateway:
 
     # -- streamable HTTP -------------------------------------------------------------
 
+    def _passed(self, request: web.Request) -> UpstreamSpec | None:
+        """The upstream's entry when it speaks streamable HTTP itself: requests pass through."""
+        spec = self.config.registry[request.match_info["name"]]
+        return spec if spec.transport == "http" else None
+
+    def _gateway_url(self, request: web.Request) -> str:
+        return f"{request.scheme}://{request.host}/servers/{request.match_info['name']}/mcp"
+
+    async def _pass(self, request: web.Request, spec: UpstreamSpec) -> web.StreamResponse:
+        import aiohttp
+
+        strip = request.get("auth_via") == "authorization"
+        try:
+            return await self.passthrough.forward(
+                request, request.match_info["name"], spec, strip, self._gateway_url(request)
+            )
+        except (aiohttp.ClientError, OSError) as exc:
+            return error_response(502, f"the upstream {spec.url} cannot be reached: {exc}")
+
+    async def _protected_resource(self, request: web.Request) -> web.StreamResponse:
+        spec = self._passed(request)
+        if spec is None:
+            return error_response(404, "this upstream has no OAuth protected-resource metadata")
+        return await self.passthrough.protected_resource(spec, self._gateway_url(request), "")
+
     async def _mcp_post(self, request: web.Request) -> web.StreamResponse:
+        passed = self._passed(request)
+        if passed is not None:
+            return await self._pass(request, passed)
         body = await request.read()
-        frame = Frame(body, "c2s", meta=self._meta(request, "post"))
+        frame = Frame(body, "c2s", meta=self.frame_meta(request, "post"))
         sid = request.headers.get(SESSION_ID)
         headers: dict[str, str] = {}
         if sid is not None:
             session = self.sessions.get(sid)
             if session is None or not isinstance(session.link, HttpSessionLink):
-                return _error(404, f"session {sid!r} does not exist (it ended or expired); start a new one")
+                return error_response(
+                    404, f"session {sid!r} does not exist (it ended or expired); start a new one"
+                )
         elif frame.method == "initialize" or frame.kind == "batch":
             sid = secrets.token_hex(16)
-            session = await self._open(request, HttpSessionLink(sid), "http")
+            session = await self.open_session(request, HttpSessionLink(sid), "http")
             headers[SESSION_ID] = sid
         else:
             # 2026-07-28 clients have no session id: one session per client connection.
             sid = f"conn-{id(request.transport)}"
-            session = self.sessions.get(sid) or await self._open(request, HttpSessionLink(sid), "http")
+            session = self.sessions.get(sid) or await self.open_session(request, HttpSessionLink(sid), "http")
         assert isinstance(session.link, HttpSessionLink)
         try:
             stream = await session.link.post(frame)
         except LinkClosed:
-            return _error(404, "the session is closing")
+            return error_response(404, "the session is closing")
         if stream is None:
             return web.Response(status=202, headers=headers)
-        return await self._pump(request, session, stream, 0, headers)
+        return await self.pump(request, session, stream, 0, headers)
 
-    async def _pump(
+    async def pump(
         self,
         request: web.Request,
         session: GatewaySession,
@@ -231,23 +265,29 @@ class Gateway:
         return response
 
     async def _mcp_get(self, request: web.Request) -> web.StreamResponse:
+        passed = self._passed(request)
+        if passed is not None:
+            return await self._pass(request, passed)
         session, failure = self._existing(request)
         if failure is not None:
             return failure
         assert session is not None and isinstance(session.link, HttpSessionLink)
         if "text/event-stream" not in request.headers.get("Accept", ""):
-            return _error(406, "a GET stream needs Accept: text/event-stream")
+            return error_response(406, "a GET stream needs Accept: text/event-stream")
         last = request.headers.get("Last-Event-ID")
         if last is not None:
             found = session.link.resume(last)
             if found is None:
-                return _error(404, f"no stream has event {last!r}")
-            return await self._pump(request, session, found[0], found[1], {})
+                return error_response(404, f"no stream has event {last!r}")
+            return await self.pump(request, session, found[0], found[1], {})
         if session.link.get_stream.attached:
-            return _error(409, "this session already has a GET stream open")
-        return await self._pump(request, session, session.link.get_stream, session.link.get_stream.count, {})
+            return error_response(409, "this session already has a GET stream open")
+        return await self.pump(request, session, session.link.get_stream, session.link.get_stream.count, {})
 
     async def _mcp_delete(self, request: web.Request) -> web.StreamResponse:
+        passed = self._passed(request)
+        if passed is not None:
+            return await self._pass(request, passed)
         session, failure = self._existing(request)
         if failure is not None:
             return failure
@@ -258,39 +298,11 @@ class Gateway:
     def _existing(self, request: web.Request) -> tuple[GatewaySession | None, web.Response | None]:
         sid = request.headers.get(SESSION_ID)
         if sid is None:
-            return None, _error(400, "Mcp-Session-Id header required")
+            return None, error_response(400, "Mcp-Session-Id header required")
         session = self.sessions.get(sid)
         if session is None or not isinstance(session.link, HttpSessionLink):
-            return None, _error(404, f"session {sid!r} does not exist (it ended or expired)")
+            return None, error_response(404, f"session {sid!r} does not exist (it ended or expired)")
         return session, None
-
-    # -- legacy SSE -----------------------------------------------------------------
-
-    async def _sse_get(self, request: web.Request) -> web.StreamResponse:
-        from mcptape.proxy.http.sse import encode_event
-
-        sid = secrets.token_hex(16)
-        link = SseSessionLink(sid)
-        session = await self._open(request, link, "sse")
-        endpoint = f"/servers/{request.match_info['name']}/messages?session_id={sid}"
-        link.stream.push_raw(encode_event(endpoint.encode(), event="endpoint"))
-        link.emit("sse_endpoint", endpoint, {"endpoint": endpoint, "served_by": "mcptape"})
-        try:
-            return await self._pump(request, session, link.stream, 0, {})
-        finally:
-            link.client_gone("the client closed its SSE stream")
-
-    async def _sse_post(self, request: web.Request) -> web.StreamResponse:
-        sid = request.query.get("session_id", "")
-        session = self.sessions.get(sid)
-        if session is None or not isinstance(session.link, SseSessionLink):
-            return _error(404, f"session {sid!r} does not exist (it ended or expired)")
-        body = await request.read()
-        try:
-            await session.link.receive(Frame(body, "c2s", meta=self._meta(request, "sse-endpoint")))
-        except LinkClosed:
-            return _error(404, "the session is closing")
-        return web.Response(status=202, text="Accepted")
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -304,6 +316,7 @@ class Gateway:
         while True:
             await asyncio.sleep(period)
             now = time.monotonic()
+            self.passthrough.sweep(self.config.idle_timeout)
             for session in list(self.sessions.values()):
                 if session.streams_open == 0 and now - session.link.last_active > self.config.idle_timeout:
                     self._end(session.link.session_id, f"idle for more than {self.config.idle_timeout:g} s")
@@ -326,5 +339,6 @@ class Gateway:
                     session.relay.session,
                     Outcome("interrupted", None, f"stopped by {reason}", ended_by="signal"),
                 )
+        await self.passthrough.close(reason)
         await asyncio.get_running_loop().run_in_executor(self._pool, self.store.close)
         self._pool.shutdown(wait=False)

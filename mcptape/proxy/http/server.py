@@ -101,6 +101,14 @@ class DownstreamLink:
         self._receiving = True
         self._started.set()
 
+    async def started(self, timeout: float) -> bool:
+        """Wait until the relay has started this link (its first turn); False after ``timeout``."""
+        try:
+            await asyncio.wait_for(self._started.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
     async def receive(self, frame: Frame) -> None:
         """A frame the client sent (from an aiohttp handler): to the relay, waiting while it asks."""
         self.last_active = time.monotonic()
