@@ -242,3 +242,45 @@ def test_fifty_concurrent_sessions_get_their_own_answers_and_sessions(tmp_path: 
             assert str(a + 1000) in texts
     finally:
         con.close()
+
+
+def test_an_upstream_that_cannot_start_is_a_502_saying_why_and_is_recorded(tmp_path: Path) -> None:
+    broken = {"broken": {"command": str(tmp_path / "no-such-server")}}
+    g = GatewayProcess(tmp_path / "g.db", broken, "--no-auth", tmp=tmp_path)
+    try:
+        status, _, body = request(g.base, "POST", "/servers/broken/mcp", {}, INIT)
+        sse_status, _, _ = request(g.base, "GET", "/servers/broken/sse", {"Accept": "text/event-stream"})
+        health, _, _ = request(g.base, "GET", "/health")
+    finally:
+        assert g.stop() == 0
+    assert (status, sse_status, health) == (502, 502, 200)
+    assert "cannot be started" in json.loads(body)["error"]["message"]
+    assert "Traceback" not in g.stderr
+    con = sqlite3.connect(tmp_path / "g.db")
+    try:
+        assert con.execute("select distinct status from sessions").fetchall() == [("error",)]
+    finally:
+        con.close()
+
+
+def test_a_missing_config_or_a_busy_port_is_a_one_line_error(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [*MCPTAPE, "proxy", "--no-auth", "--config", str(tmp_path / "nope.json")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert_one_line_error(proc, "does not exist")
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run(
+            [*MCPTAPE, "proxy", "--no-auth", "--listen", f"127.0.0.1:{port}", "--db", str(tmp_path / "g.db")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert_one_line_error(proc, f"cannot listen on 127.0.0.1:{port}")

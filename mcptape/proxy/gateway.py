@@ -28,15 +28,20 @@ from mcptape.frames import Frame
 from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
 from mcptape.proxy.http import security
 from mcptape.proxy.http.gateway_store import GatewayStore
-from mcptape.proxy.http.headers import SESSION_ID, that_matter
+from mcptape.proxy.http.headers import SESSION_ID, HeaderError, that_matter
 from mcptape.proxy.http.passthrough import WELL_KNOWN, PassThrough
 from mcptape.proxy.http.server import DownstreamLink, EventStream, HttpSessionLink
 from mcptape.proxy.http.sse_server import sse_get, sse_post
 from mcptape.proxy.link import Link, LinkClosed
+from mcptape.proxy.process import SpawnError
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.relay import Relay
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class UpstreamUnavailable(Exception):
+    """A registry entry could not be started or reached (the client gets a 502 saying why)."""
 
 
 @dataclass
@@ -120,7 +125,10 @@ class Gateway:
         if name is None or name not in self.config.registry:
             return error_response(404, f"no upstream named {name!r} is registered")
         request["auth_via"] = auth.via
-        return await handler(request)
+        try:
+            return await handler(request)
+        except UpstreamUnavailable as exc:
+            return error_response(502, str(exc))
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
@@ -147,10 +155,17 @@ class Gateway:
         spec = self.config.registry[name]
         # The client's own Authorization reaches the upstream only when our token came another way.
         forward = request.headers.get("Authorization") if request.get("auth_via") != "authorization" else None
-        upstream = self._upstream_link(spec, forward)
         transport = f"{kind}->{spec.transport}"
         recorder = Recorder()
         context = SessionContext(None, "proxy", transport, self.store.describe(spec), name)
+        try:
+            upstream = self._upstream_link(spec, forward)
+        except (SpawnError, HeaderError) as exc:
+            # Recorded like any session, so `mcptape sessions` shows why the client got a 502.
+            self.store.attach_later(self._pool, recorder, name, transport, spec)
+            recorder.event(context, "error", str(exc), None)
+            recorder.session_end(context, Outcome("error", None, str(exc)))
+            raise UpstreamUnavailable(f"upstream {name!r} cannot be started: {exc}") from exc
         relay = Relay(link, upstream, AddonManager([recorder]), context, grace=self.config.grace)
         session = GatewaySession(link, relay, name, recorder)
         self.sessions[link.session_id] = session
