@@ -206,7 +206,11 @@ def test_unsafe_or_bad_listen_flags_are_one_line_errors(args: list[str], fragmen
 
 
 def test_fifty_concurrent_sessions_get_their_own_answers_and_sessions(tmp_path: Path) -> None:
-    g = GatewayProcess(tmp_path / "g.db", DEMO, "--no-auth", tmp=tmp_path)
+    # A stdio upstream per session: the gateway runs fifty relays, routers and event stores.
+    tiny = {
+        "demo": {"command": sys.executable, "args": [str(Path(__file__).parent / "servers" / "tiny_mcp.py")]}
+    }
+    g = GatewayProcess(tmp_path / "g.db", tiny, "--no-auth", tmp=tmp_path)
     n = 50
     results: dict[int, Any] = {}
 
