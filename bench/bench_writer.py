@@ -128,13 +128,13 @@ def bench_raw(path: Path, rows: list[tuple[object, ...]], session_id: str, batch
 
 def bench_raw_server(url: str, frames: list[Frame], batch_size: int) -> float:
     """The same rows with the driver's own executemany (psycopg for PostgreSQL), one connection."""
-    from mcptape.store.rows import _insert_sql
+    from mcptape.store.rows import insert_sql
     from mcptape.store.schema import frames as frames_table
 
     store = open_store(url)
     session_id = store.create_session(mode="record", name="bench-raw")
     rows = [frame_row(session_id, seq, frame) for seq, frame in enumerate(frames, 1)]
-    sql = _insert_sql(frames_table, FRAME_COLUMNS, store.engine.dialect.paramstyle)
+    sql = insert_sql(frames_table, FRAME_COLUMNS, store.engine.dialect.paramstyle)
     assert sql is not None, f"no driver-level INSERT for {store.engine.dialect.paramstyle}"
     raw = store.engine.raw_connection()
     try:

@@ -9,12 +9,15 @@ as it wrote it. :func:`id_text` recovers the wire text of a parsed id from the f
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from typing import Any
 
 import orjson
 
 from mcptape.jsontext import compact_json, id_candidate, member_span
+
+_MINUS_ZERO = re.compile(rb"-0[ \t\n\r,}\]]")
 
 
 def encode_id(value: Any) -> str:
@@ -25,18 +28,6 @@ def encode_id(value: Any) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _needs_source(value: Any, has_backslash: bool) -> bool:
-    """Whether re-encoding the parsed id could differ from the text the peer wrote."""
-    if value is None or isinstance(value, bool):
-        return False
-    if type(value) is int:
-        return value == 0  # JSON spells every other integer one way; zero also as -0
-    if isinstance(value, str):
-        # Without a backslash in the frame no string is escaped, so its text is its value.
-        return has_backslash
-    return True  # floats (orjson's reading of 2^64 and 1e0 alike), objects, arrays
-
-
 def id_text(value: Any, data: bytes | str) -> str:
     """The wire text of ``value``, the parsed ``id`` member of the JSON object ``data``
     (its bytes, or its text when already decoded).
@@ -45,13 +36,23 @@ def id_text(value: Any, data: bytes | str) -> str:
     whitespace outside strings. Cheap for the ids peers use (integers; strings in a
     frame without escapes; an id first or last in the object).
     """
-    has_backslash = "\\" in data if isinstance(data, str) else b"\\" in data
-    if not _needs_source(value, has_backslash):
-        return encode_id(value)
-    source = data if isinstance(data, str) else data.decode("utf-8", errors="replace")
-    candidate = id_candidate(source)
+    kind = type(value)
+    if kind is int:
+        # JSON spells every integer one way, but zero also as -0 (rare: look for it).
+        if value != 0 or _MINUS_ZERO.search(data if isinstance(data, bytes) else data.encode()) is None:
+            return str(value)
+    elif value is None:
+        return "null"
+    elif kind is bool:
+        return "true" if value else "false"
+    elif kind is str and ("\\" not in data if isinstance(data, str) else b"\\" not in data):
+        # Without a backslash in the frame no string is escaped: its text is its value.
+        return '"' + value + '"'
+    # Floats (orjson's reading of 2^64 as of 1e0), escaped strings, zero, objects, arrays.
+    candidate = id_candidate(data)
     if candidate is not None and _same_id(candidate, value):
         return candidate
+    source = data if isinstance(data, str) else data.decode("utf-8", errors="replace")
     span = member_span(source, "id")
     if span is None:  # cannot happen for text a parser accepted; stay total anyway
         return encode_id(value)

@@ -105,15 +105,21 @@ def member_span(text: str, key: str) -> tuple[int, int] | None:
     return found
 
 
-def id_candidate(text: str) -> str | None:
+_HEAD_ID_BYTES: Final = re.compile(_HEAD_ID.pattern.encode())
+_TAIL_ID_BYTES: Final = re.compile(_TAIL_ID.pattern.encode())
+
+
+def id_candidate(text: str | bytes) -> str | None:
     """The text of a scalar ``id`` member where peers usually put it, or None.
 
-    Cheap (no scan of the whole text) but not authoritative with duplicate keys:
-    callers check it against the parsed id and fall back to :func:`member_span`.
+    Cheap (no scan of the whole text, no decoding of bytes beyond the id) but not
+    authoritative with duplicate keys: callers check it against the parsed id and fall
+    back to :func:`member_span`.
     """
-    m = _HEAD_ID.match(text)
-    if m is None:
-        m = _TAIL_ID.search(text, max(0, len(text) - TAIL_CHARS))
+    if isinstance(text, bytes):
+        found = _HEAD_ID_BYTES.match(text) or _TAIL_ID_BYTES.search(text, max(0, len(text) - TAIL_CHARS))
+        return found.group(1).decode("utf-8", errors="replace") if found else None
+    m = _HEAD_ID.match(text) or _TAIL_ID.search(text, max(0, len(text) - TAIL_CHARS))
     return m.group(1) if m else None
 
 

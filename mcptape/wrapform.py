@@ -98,8 +98,8 @@ class Wrapped:
 def parse_wrapped(entry: Any) -> Wrapped | None:
     """The entry as `mcptape wrap` wrote it, or None if wrap did not write it.
 
-    Exactly ``<mcptape> record --name N [--db D] -- CMD…`` (``<mcptape>`` a path ending in
-    mcptape, or ``<python> -m mcptape``) or ``<mcptape> record --name N [--db D] --url U
+    Exactly ``<mcptape> record --name N [--db D] [--on-store-error forward] -- CMD…`` (``<mcptape>`` a path ending in
+    mcptape, or ``<python> -m mcptape``) or ``<mcptape> record --name N [--db D] [--on-store-error forward] --url U
     [--transport T] [--header 'K: V']…``.
     """
     tokens = tokens_of(entry)
@@ -115,6 +115,8 @@ def parse_wrapped(entry: Any) -> Wrapped | None:
         return None
     i += 3
     if tokens[i : i + 1] == ["--db"] and len(tokens) > i + 1:
+        i += 2
+    if tokens[i : i + 2] == ["--on-store-error", "forward"]:
         i += 2
     if tokens[i : i + 1] == ["--"]:
         return Wrapped(cut=i + 1) if len(tokens) > i + 1 else None

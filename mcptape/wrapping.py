@@ -48,6 +48,11 @@ class Outcome(NamedTuple):
     detail: str
 
 
+# A desktop client must keep its server when the recording database cannot be opened:
+# the recorder forwards anyway and says so on stderr (the client's log).
+FORWARD = ("--on-store-error", "forward")
+
+
 def _remote(entry: dict[str, Any]) -> tuple[str, str | None, dict[str, str]] | None:
     """A remote entry's url, transport (None when the entry names none) and headers."""
     if "command" in entry:
@@ -66,7 +71,7 @@ def remote_record_args(
     name: str, db: str | None, url: str, transport: str | None, headers: dict[str, str]
 ) -> list[str]:
     """The `mcptape record` arguments that record a remote server for a stdio client."""
-    args = ["record", "--name", name, *(["--db", db] if db is not None else []), "--url", url]
+    args = ["record", "--name", name, *(["--db", db] if db is not None else []), *FORWARD, "--url", url]
     if transport is not None:
         args += ["--transport", transport]
     for key, value in headers.items():
@@ -127,7 +132,15 @@ def wrap_servers(
                 Outcome(name, "skipped", "neither a command (with a list of string args) nor a url")
             )
             continue
-        record = ["record", "--name", name, *(["--db", db] if db is not None else []), "--", *tokens]
+        record = [
+            "record",
+            "--name",
+            name,
+            *(["--db", db] if db is not None else []),
+            *FORWARD,
+            "--",
+            *tokens,
+        ]
         servers[name] = _with_command(entry, launcher[0], [*launcher[1:], *record], ())
         outcomes.append(Outcome(name, "wrapped", shlex.join(tokens)))
     return {**document, "mcpServers": servers}, outcomes

@@ -320,3 +320,45 @@ def test_a_deeply_nested_line_is_forwarded_and_recorded_as_malformed_and_the_ses
 )
 def test_ids_are_found_where_strings_only_pretend_to_hold_them(line: bytes, id_text: str) -> None:
     assert classify(line)[0].rpc_id == id_text
+
+
+def test_requests_left_pending_by_a_dead_server_get_errors_with_their_exact_ids(db_path: Path) -> None:
+    ids = [b"18446744073709551616", b"18446744073709551617"]
+    rec = Recording(db_path, [*RAW_ECHO, "--crash-on", "crash-now"])
+    try:
+        for rpc_id in ids:  # raw_echo echoes a request as a request: it stays pending
+            line = b'{"jsonrpc":"2.0","id":' + rpc_id + b',"method":"tools/list"}\n'
+            rec.send(line)
+            assert rec.recv() == line
+        rec.send(b'{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"name":"crash-now"}}\n')
+        answers = [rec.recv() for _ in range(3)]
+        assert rec.recv() is None
+        rec.wait()
+    finally:
+        rec.kill()
+    got = sorted(classify((a or b"").rstrip(b"\n"))[0].rpc_id or "" for a in answers)
+    assert got == ["1.0", *sorted(i.decode() for i in ids)]
+    assert all(b'"error":' in (a or b"") for a in answers)
+
+
+def test_requests_of_a_batch_left_pending_get_one_batch_answer_with_their_exact_ids(db_path: Path) -> None:
+    batch = (
+        b'[{"jsonrpc":"2.0","id":18446744073709551616,"method":"tools/list"},'
+        b'{"jsonrpc":"2.0","id":18446744073709551617,"method":"tools/list"}]\n'
+    )
+    rec = Recording(db_path, [*RAW_ECHO, "--crash-on", "crash-now"])
+    try:
+        rec.send(batch)
+        assert rec.recv() == batch
+        rec.send(b'{"jsonrpc":"2.0","method":"crash-now"}\n')
+        answers = []
+        while (line := rec.recv()) is not None:
+            answers.append(line)
+        rec.wait()
+    finally:
+        rec.kill()
+    assert len(answers) == 1
+    assert [(c.kind, c.rpc_id) for c in classify_batch(answers[0].rstrip(b"\n"))] == [
+        ("error", "18446744073709551616"),
+        ("error", "18446744073709551617"),
+    ]

@@ -141,14 +141,25 @@ def test_writer_records_frames_events_and_session_updates_exactly(database: Data
         assert writer.errors == []
         assert writer.frames_written == len(frames)
     rows = database.query(
-        "SELECT seq, ts, direction, origin, kind, method, rpc_id, size, text, raw, meta FROM frames ORDER BY seq"
+        "SELECT seq, ts, direction, origin, kind, method, rpc_id, size, text, raw, meta, request_seq"
+        " FROM frames ORDER BY seq"
     )
     assert [frame_bytes(row[8], row[9]) for row in rows] == [frame.data for frame in frames]
     assert [row[9] is not None for row in rows] == [False, False, True, True, False]
     assert [row[1] for row in rows] == [frame.ts for frame in frames]
+    # The response gets its request's method and seq.
     assert [row[2:8] for row in rows] == [
-        (f.direction, f.origin, f.kind, f.method, f.rpc_id, len(f.data)) for f in frames
+        (
+            f.direction,
+            f.origin,
+            f.kind,
+            f.method or ("tools/call" if f.kind == "response" else None),
+            f.rpc_id,
+            len(f.data),
+        )
+        for f in frames
     ]
+    assert [row[11] for row in rows] == [None, 1, None, None, None]
     assert "\x00" not in rows[3][8]
     assert json.loads(rows[4][10]) == {"sse": "e1"}
     assert database.query("SELECT kind, text, data FROM events ORDER BY id") == [
@@ -480,3 +491,73 @@ def test_without_psycopg_a_postgresql_url_says_how_to_install_it() -> None:
         timeout=60,
     )
     assert_one_line_error(proc, "no module psycopg", "pip install 'mcptape[postgres]'")
+
+
+# -- the queries we print work on both databases --------------------------------------------------
+
+
+def printed_queries() -> list[str]:
+    """Every `mcptape sql "..."` of the README, and the query the demo runs."""
+    import re
+
+    from mcptape.cli.demo import TOOL_CALLS_SQL
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.findall(r'^mcptape sql "([^"]+)"', readme, flags=re.MULTILINE)
+    assert len(found) >= 4, "the README's SQL examples moved: update printed_queries()"
+    return [*found, TOOL_CALLS_SQL]
+
+
+def comparable(stdout: str) -> list[str]:
+    """JSON rows as value lists, sorted, numbers to two decimals (floats may differ in the last bit).
+
+    Column names are left out: each database names an unnamed column its own way
+    (``count(*)`` on SQLite, ``count`` on PostgreSQL).
+    """
+
+    def tidy(value: Any) -> Any:
+        return (
+            round(float(value), 2)
+            if isinstance(value, int | float) and not isinstance(value, bool)
+            else value
+        )
+
+    return sorted(json.dumps([tidy(value) for value in row.values()]) for row in json.loads(stdout))
+
+
+def test_every_query_the_readme_and_the_demo_print_answers_alike_on_sqlite_and_postgresql(
+    database: Database, tmp_path: Any
+) -> None:
+    lite = str(tmp_path / "rec.db")
+    for db in (database.url, lite):
+        with open_store(db) as store:
+            load_corpus(store, CORPUS_FILE)
+            session_id = load_corpus(store, CORPUS_FILE)
+            store.update_session(session_id, name="demo", started_at=T0 + 1)
+    for query in printed_queries():
+        answers = []
+        for db in (lite, database.url):
+            proc = mcptape("sql", query, "--db", db, "--json")
+            assert proc.returncode == 0, f"{query}: {proc.stderr}"
+            answers.append(comparable(proc.stdout))
+        assert answers[0] == answers[1], query
+        assert answers[0], query
+    # A response carries its request's method: no blank row in the README's count by method.
+    proc = mcptape(
+        "sql", "select method, count(*) as n from frames group by 1", "--db", database.url, "--json"
+    )
+    assert all(row["method"] for row in json.loads(proc.stdout)), proc.stdout
+
+
+def test_the_demo_runs_on_postgresql(database: Database) -> None:
+    proc = subprocess.run(
+        [*MCPTAPE, "demo", "--db", database.url, "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "does not exist" not in proc.stderr
+    assert database.query("SELECT count(*) FROM tool_calls WHERE latency_ms IS NOT NULL")[0][0] > 0

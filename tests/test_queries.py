@@ -179,3 +179,14 @@ def test_batches_register_their_requests_so_batched_responses_are_named() -> Non
     reply = timeline.frame_line(stored(2, '[{"jsonrpc":"2.0","id":1,"result":{}}]', "s2c"))
     assert reply.summary == "batch of 1: response"
     assert timeline.pending == {}
+
+
+def test_a_session_name_with_surrounding_spaces_is_found_as_typed_and_trimmed(tmp_path: Any) -> None:
+    from mcptape.store import open_store
+    from mcptape.store.queries import resolve_session
+
+    with open_store(str(tmp_path / "rec.db")) as store:
+        spaced = store.create_session(mode="record", name=" files ")
+        plain = store.create_session(mode="record", name="fetch")
+        assert resolve_session(store, " files ")["id"] == spaced
+        assert resolve_session(store, "  fetch ")["id"] == plain

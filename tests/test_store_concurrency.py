@@ -13,13 +13,16 @@ import pytest
 
 from tests.conftest import ROOT
 
-# Each process waits for the start file, so all of them race to create and migrate the database.
+# A barrier: each process says it is ready (everything imported) and waits for the start
+# file, which the test creates once all are ready; so all of them race to create and
+# migrate the database.
 WRITER_SCRIPT = """
 import json, os, sys, time
 from mcptape.frames import Frame
 from mcptape.store import open_store
 
 db, start, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+open(f"{start}.ready.{os.getpid()}", "w").close()
 while not os.path.exists(start):
     time.sleep(0.001)
 store = open_store(db)
@@ -56,7 +59,11 @@ def test_processes_writing_one_new_file_at_once_lose_nothing(tmp_path: Path, pro
         )
         for _ in range(processes)
     ]
-    time.sleep(0.5)  # let the interpreters start, so they open the file together
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("start.ready.*"))) < processes:
+        assert time.monotonic() < deadline, "the writer processes did not start"
+        assert all(child.poll() is None for child in children), "a writer process died before the start"
+        time.sleep(0.01)
     start.touch()
     reports = []
     for child in children:

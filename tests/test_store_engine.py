@@ -15,7 +15,7 @@ from mcptape.migrations import runner
 from mcptape.store import StoreError, default_db_path, open_store, resolve_url
 from mcptape.store.engine import open_unmigrated
 from mcptape.store.schema import metadata
-from mcptape.store.views import VIEWS_V2
+from mcptape.store.views import CURRENT
 
 
 def mode_of(path: Path) -> int:
@@ -87,11 +87,23 @@ def test_read_only_transactions_can_opt_out_of_the_write_lock(db_path: Path) -> 
 
 def test_new_database_gets_tables_indexes_views_at_head_revision(db_path: Path) -> None:
     open_store(str(db_path)).close()
-    assert sqlite_objects(db_path, "table") == {"sessions", "frames", "events", "alembic_version"}
-    assert sqlite_objects(db_path, "view") == {view.name for view in VIEWS_V2}
-    assert {"ix_frames_session_seq", "ix_frames_session_rpc", "ix_frames_method", "ix_events_session"} <= (
-        sqlite_objects(db_path, "index")
-    )
+    assert sqlite_objects(db_path, "table") == {
+        "sessions",
+        "frames",
+        "events",
+        "batch_replies",
+        "alembic_version",
+    }
+    assert sqlite_objects(db_path, "view") == {view.name for view in CURRENT}
+    assert {
+        "ix_frames_session_seq",
+        "ix_frames_session_rpc",
+        "ix_frames_method",
+        "ix_frames_session_request",
+        "ix_frames_batches",
+        "ix_events_session",
+        "ix_batch_replies_request",
+    } <= sqlite_objects(db_path, "index")
     assert revision_of(db_path) == runner.HEAD_REVISION
 
 
@@ -192,11 +204,19 @@ def test_directory_given_as_database_raises_store_error(tmp_path: Path, readonly
         open_store(str(tmp_path), readonly=readonly)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file (CI and these machines run as root)")
 @pytest.mark.parametrize("readonly", [False, True])
-def test_unreadable_database_raises_store_error(db_path: Path, readonly: bool) -> None:
+def test_unreadable_database_raises_store_error(
+    db_path: Path, readonly: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     open_store(str(db_path)).close()
     db_path.chmod(0o000)
+    # Root reads any file (CI and these machines run as root): answer as the kernel does for others.
+    real_access = os.access
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda path, mode, **kw: False if Path(path) == db_path else real_access(path, mode, **kw),
+    )
     with pytest.raises(StoreError, match="permission denied"):
         open_store(str(db_path), readonly=readonly)
 
@@ -277,3 +297,107 @@ def test_resolve_url_turns_paths_into_absolute_sqlite_urls_and_keeps_urls(
     monkeypatch.delenv("MCPTAPE_DB")
     assert default_db_path().name == "mcptape.db"
     assert default_db_path().parent.name == "mcptape"
+
+
+@pytest.mark.parametrize(
+    ("db", "fragment"),
+    [
+        ("postgresql+psycopg://u@localhost:notaport/db", "the port is not a number"),
+        ("postgresql+psycopg://u:secret@[::1/db", "no closing ']'"),
+        ("sqlite:/x.db", "give the file path (/x.db) or the URL sqlite:////x.db"),
+        ("sqlite:rec.db", "give the file path (rec.db)"),
+        ("postgresql:db", "postgresql://user@host/dbname"),
+    ],
+)
+def test_database_values_that_are_not_paths_or_urls_are_one_line_errors(
+    db: str, fragment: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreError) as caught:
+        open_store(db)
+    message = str(caught.value)
+    assert "\n" not in message and fragment in message and "secret" not in message
+    assert list(tmp_path.iterdir()) == []  # nothing created, not even ./sqlite:
+
+
+def test_a_file_name_with_a_colon_is_still_a_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    open_store("notes:v2.db").close()
+    assert (tmp_path / "notes:v2.db").is_file()
+
+
+def test_a_database_file_that_cannot_be_written_is_opened_read_only_without_migrating(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from alembic import command
+
+    store = open_unmigrated(str(db_path))
+    config = runner.alembic_config()
+    with store.engine.begin() as conn:
+        config.attributes["connection"] = conn
+        command.upgrade(config, "0002")
+        conn.exec_driver_sql(
+            "INSERT INTO sessions (id, mode, started_at, status) VALUES ('a', 'record', 1, 'ok')"
+        )
+    store.close()
+    real_access = os.access
+    monkeypatch.setattr(
+        os,
+        "access",
+        lambda path, mode, **kw: (
+            not mode & os.W_OK if Path(path) == db_path else real_access(path, mode, **kw)
+        ),
+    )
+    with open_store(str(db_path), create=False) as store, store.engine.connect() as conn:
+        assert store.readonly
+        assert conn.exec_driver_sql("SELECT id FROM sessions").all() == [("a",)]
+        with pytest.raises(StoreError, match="read-only for you"):
+            store.create_session(mode="record")
+    assert revision_of(db_path) == "0002"  # left as it was
+
+
+def test_store_close_refreshes_the_planner_statistics(db_path: Path) -> None:
+    with open_store(str(db_path)) as store:
+        writer = store.writer()
+        sid = writer.create_session(mode="record")
+        for seq in range(1, 2001, 2):
+            writer.add_frame(sid, seq, Frame(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % seq, "c2s"))
+            writer.add_frame(sid, seq + 1, Frame(b'{"jsonrpc":"2.0","id":%d,"result":{}}' % seq, "s2c"))
+        writer.close()
+        with store.engine.connect() as conn:  # queries that make SQLite note which indexes matter
+            conn.exec_driver_sql("SELECT count(*) FROM exchanges").all()
+    with sqlite3.connect(db_path) as conn:
+        analysed = conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()
+    assert analysed == (1,)
+
+
+def test_sessions_show_and_export_read_a_database_file_nobody_may_write(db_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from tests.conftest import MCPTAPE, ROOT
+
+    with open_store(str(db_path)) as store:
+        writer = store.writer()
+        sid = writer.create_session(mode="record", name="kept")
+        writer.add_frame(sid, 1, Frame(b'{"jsonrpc":"2.0","id":1,"method":"ping"}', "c2s"))
+        writer.close()
+    chattr = shutil.which("chattr")
+    # The immutable flag refuses writes to root too (permission bits do not): a real read-only file.
+    if chattr is None or subprocess.run([chattr, "+i", str(db_path)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not available on this file system")
+    try:
+        env = {**os.environ, "MCPTAPE_DB": str(db_path)}
+        outputs = [
+            subprocess.run([*MCPTAPE, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+            for args in (["sessions"], ["show", "kept"], ["export", "kept"])
+        ]
+    finally:
+        subprocess.run([chattr, "-i", str(db_path)], check=True)
+    for proc in outputs:
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert (
+        "kept" in outputs[0].stdout
+        and "ping" in outputs[1].stdout
+        and '"method":"ping"' in outputs[2].stdout.replace("\\", "")
+    )

@@ -23,6 +23,7 @@ import pytest
 from mcptape.frames import Frame
 from mcptape.migrations import runner
 from mcptape.store import open_store
+from mcptape.store.correlation import Correlator
 from mcptape.store.rows import FRAME_COLUMNS, frame_row
 from tests.conftest import CORPUS
 from tests.postgres import Postgres, private_server
@@ -87,22 +88,38 @@ def literal(value: object) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-def frame_rows() -> list[tuple[Any, ...]]:
+def paired(
+    correlator: Correlator, session: str, seq: int, frame: Frame, pairs: list[tuple[Any, ...]]
+) -> tuple[Any, ...]:
+    """The frames row as the writer stores it: a reply with its request's seq and method."""
+    found = correlator.see(
+        session, seq, frame.direction, frame.kind, frame.method, frame.rpc_id, frame.message
+    )
+    pairs.extend((session, *pair) for pair in found.batch_pairs)
+    return frame_row(session, seq, frame, found.method, found.request_seq)
+
+
+def frame_rows() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Frames rows of the corpus and the extra frames, and their batch_replies rows."""
     rows = []
+    pairs: list[tuple[Any, ...]] = []
+    correlator = Correlator()
     for path in sorted(CORPUS.glob("*.jsonl")):
         for seq, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             entry = json.loads(line)
-            rows.append(
-                frame_row(path.stem, seq, Frame(entry["frame"].encode(), entry["dir"], ts=T0 + entry["t"]))
-            )
+            frame = Frame(entry["frame"].encode(), entry["dir"], ts=T0 + entry["t"])
+            rows.append(paired(correlator, path.stem, seq, frame, pairs))
     for seq, (direction, origin, text) in enumerate(EXTRA, 1):
-        rows.append(frame_row("extra", seq, Frame(text.encode(), direction, origin, ts=T0 + seq)))  # type: ignore[arg-type]
+        frame = Frame(text.encode(), direction, origin, ts=T0 + seq)  # type: ignore[arg-type]
+        rows.append(paired(correlator, "extra", seq, frame, pairs))
     for seq, direction, kind, method, rpc_id, text in CUT:
-        rows.append(("extra", seq, T0 + seq, direction, "server", kind, method, rpc_id, 99, text, None, None))
-    return rows
+        rows.append(
+            ("extra", seq, T0 + seq, direction, "server", kind, method, rpc_id, 99, text, None, None, None)
+        )
+    return rows, pairs
 
 
-def inserts(rows: list[tuple[Any, ...]]) -> str:
+def inserts(rows: list[tuple[Any, ...]], pairs: list[tuple[Any, ...]]) -> str:
     sessions = sorted({row[0] for row in rows})
     lines = [
         f"INSERT INTO sessions (id, mode, started_at, status) VALUES ({literal(s)}, 'record', 0, 'ok');"
@@ -112,6 +129,7 @@ def inserts(rows: list[tuple[Any, ...]]) -> str:
         f"INSERT INTO frames ({', '.join(FRAME_COLUMNS)}) VALUES ({', '.join(literal(v) for v in row)});"
         for row in rows
     ]
+    lines += [f"INSERT INTO batch_replies VALUES ({', '.join(literal(v) for v in pair)});" for pair in pairs]
     return "\n".join(lines)
 
 
@@ -140,11 +158,18 @@ def test_migration_sql_creates_the_schema_and_views_and_downgrades_cleanly(postg
         "-At", "-c", "SELECT relname, relkind FROM pg_class WHERE relnamespace = 'public'::regnamespace"
     )
     found = dict(line.split("|") for line in relations.split())
-    for table in ("sessions", "frames", "events", "alembic_version"):
+    for table in ("sessions", "frames", "events", "batch_replies", "alembic_version"):
         assert found[table] == "r"
     for view in VIEW_QUERIES:
         assert found[view] == "v"
-    for index in ("ix_frames_session_seq", "ix_frames_session_rpc", "ix_frames_method", "ix_events_session"):
+    for index in (
+        "ix_frames_session_seq",
+        "ix_frames_session_rpc",
+        "ix_frames_method",
+        "ix_frames_session_request",
+        "ix_frames_batches",
+        "ix_events_session",
+    ):
         assert found[index] == "i"
     assert psql("-At", "-c", "SELECT version_num FROM alembic_version").strip() == runner.HEAD_REVISION
     # Ids and sizes are 64-bit: a busy team database passes 2**31 frames.
@@ -163,13 +188,15 @@ def test_migration_sql_creates_the_schema_and_views_and_downgrades_cleanly(postg
     left = psql("-At", "-c", "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace")
     assert sorted(left.split()) == ["alembic_version", "alembic_version_pkc"]
     assert psql("-At", "-c", "SELECT count(*) FROM pg_proc WHERE proname = 'mcptape_jsonb'").strip() == "0"
+    rounds = "SELECT count(*) FROM pg_proc WHERE proname = 'round' AND pronamespace = 'public'::regnamespace"
+    assert psql("-At", "-c", rounds).strip() == "0"
 
 
 def test_postgresql_views_answer_like_the_sqlite_views(postgres: Postgres, db_path: Path) -> None:
-    rows = frame_rows()
+    rows, pairs = frame_rows()
     database = postgres.create_database()
     postgres.psql(stdin=migration_sql("upgrade", "head"), database=database)
-    postgres.psql(stdin=inserts(rows), database=database)
+    postgres.psql(stdin=inserts(rows, pairs), database=database)
     with open_store(str(db_path)) as store, store.engine.begin() as conn:
         for session in sorted({row[0] for row in rows}):
             conn.exec_driver_sql(
@@ -178,6 +205,8 @@ def test_postgresql_views_answer_like_the_sqlite_views(postgres: Postgres, db_pa
             )
         marks = ", ".join("?" * len(FRAME_COLUMNS))
         conn.exec_driver_sql(f"INSERT INTO frames ({', '.join(FRAME_COLUMNS)}) VALUES ({marks})", rows)
+        if pairs:
+            conn.exec_driver_sql("INSERT INTO batch_replies VALUES (?, ?, ?, ?, ?)", pairs)
     with sqlite3.connect(db_path) as lite:
         for view, sql in VIEW_QUERIES.items():
             cursor = lite.execute(sql)

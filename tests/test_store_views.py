@@ -12,8 +12,9 @@ import orjson
 import pytest
 
 from mcptape.frames import Frame
+from mcptape.migrations.frozen import views_0001
+from mcptape.migrations.frozen.views_0001 import VIEWS_V1
 from mcptape.store import Store, open_store
-from mcptape.store.views import VIEWS_V1, create_statements, drop_statements
 from tests.conftest import CORPUS
 
 T0 = 1_700_000_000.0
@@ -216,15 +217,23 @@ def test_views_survive_frames_whose_text_is_not_json(db_path: Path) -> None:
     with open_store(str(db_path)) as store:
         session_id = store.create_session(mode="record")
         with store.engine.begin() as conn:
-            for seq, direction, kind, method, text in [
-                (1, "c2s", "request", "tools/call", '{"jsonrpc":"2.0","id":1,"method":"tools/call","par'),
-                (2, "s2c", "error", None, '{"jsonrpc":"2.0","id":1,"error":{"co'),
-                (3, "s2c", "notification", "notifications/message", '{"jsonrpc":"2.0","meth'),
+            # As the writer stores them: the error paired with its request (request_seq 1).
+            for seq, direction, kind, method, text, request_seq in [
+                (
+                    1,
+                    "c2s",
+                    "request",
+                    "tools/call",
+                    '{"jsonrpc":"2.0","id":1,"method":"tools/call","par',
+                    None,
+                ),
+                (2, "s2c", "error", "tools/call", '{"jsonrpc":"2.0","id":1,"error":{"co', 1),
+                (3, "s2c", "notification", "notifications/message", '{"jsonrpc":"2.0","meth', None),
             ]:
                 conn.exec_driver_sql(
-                    "INSERT INTO frames (session_id, seq, ts, direction, origin, kind, method, rpc_id, size, text)"
-                    " VALUES (?, ?, 1.0, ?, 'server', ?, ?, '1', 99, ?)",
-                    (session_id, seq, direction, kind, method, text),
+                    "INSERT INTO frames (session_id, seq, ts, direction, origin, kind, method, rpc_id, size, text,"
+                    " request_seq) VALUES (?, ?, 1.0, ?, 'server', ?, ?, '1', 99, ?, ?)",
+                    (session_id, seq, direction, kind, method, text, request_seq),
                 )
         with store.readonly_connection(10) as conn:
             call = conn.exec_driver_sql("SELECT tool, arguments, is_error, result FROM tool_calls").one()
@@ -238,17 +247,17 @@ def test_views_survive_frames_whose_text_is_not_json(db_path: Path) -> None:
 def test_view_sets_can_be_dropped_and_created_again(db_path: Path) -> None:
     open_store(str(db_path)).close()
     with sqlite3.connect(db_path) as conn:
-        for statement in drop_statements(VIEWS_V1, "sqlite"):
+        for statement in views_0001.drop_statements("sqlite"):
             conn.execute(statement)
         assert conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'view'").fetchone()[0] == 0
-        for statement in create_statements(VIEWS_V1, "sqlite"):
+        for statement in views_0001.create_statements("sqlite"):
             conn.execute(statement)
         assert conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'view'").fetchone()[0] == 4
 
 
 def test_postgresql_statements_create_the_helper_function_first_and_drop_it_last() -> None:
-    created = create_statements(VIEWS_V1, "postgresql")
-    dropped = drop_statements(VIEWS_V1, "postgresql")
+    created = views_0001.create_statements("postgresql")
+    dropped = views_0001.drop_statements("postgresql")
     assert created[0].startswith("CREATE OR REPLACE FUNCTION mcptape_jsonb(doc text)")
     assert [s.split(" AS ")[0] for s in created[1:]] == [f"CREATE VIEW {v.name}" for v in VIEWS_V1]
     assert dropped[-1] == "DROP FUNCTION IF EXISTS mcptape_jsonb(text)"

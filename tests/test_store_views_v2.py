@@ -19,15 +19,18 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+import sqlalchemy as sa
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mcptape.frames import Direction, Frame, Origin, classify_message
 from mcptape.migrations import runner
+from mcptape.migrations.frozen.views_0001 import VIEWS_V1
+from mcptape.migrations.frozen.views_0002 import VIEWS_V2
 from mcptape.store import Store, open_store
 from mcptape.store.engine import open_unmigrated
+from mcptape.store.rows import FRAME_COLUMNS, frame_row
 from mcptape.store.schema import frames
-from mcptape.store.views import VIEWS_V1, VIEWS_V2
 from tests.conftest import CORPUS, MCPTAPE, ROOT
 from tests.postgres import Postgres, private_server
 
@@ -176,8 +179,18 @@ SCENARIOS: dict[str, Wire] = {
 
 
 def write_session(store: Store, name: str, wire: Wire) -> str:
-    """Record ``wire`` as one session through the store's writer; returns the session id."""
+    """Record ``wire`` as one session through the store's writer; returns the session id.
+
+    At a revision before 0003 the rows are inserted as the mcptape of that time wrote them.
+    """
     session_id = store.create_session(mode="record", name=name)
+    if "request_seq" not in {column["name"] for column in sa.inspect(store.engine).get_columns("frames")}:
+        old_columns = FRAME_COLUMNS[:-1]
+        with store.engine.begin() as conn:
+            for seq, (direction, origin, text, t) in enumerate(wire, 1):
+                row = frame_row(session_id, seq, Frame(text.encode(), direction, origin, ts=T0 + t))
+                conn.execute(frames.insert(), dict(zip(old_columns, row[:-1], strict=True)))
+        return session_id
     writer = store.writer()
     for seq, (direction, origin, text, t) in enumerate(wire, 1):
         writer.add_frame(session_id, seq, Frame(text.encode(), direction, origin, ts=T0 + t))
@@ -557,7 +570,7 @@ def test_database_at_0001_with_rows_is_migrated_on_open_and_its_views_see_batche
             "SELECT session_id, method, response_batch_index FROM exchanges ORDER BY request_batch_index"
         ).all()
         messages = conn.exec_driver_sql("SELECT count(*) FROM messages").scalar()
-    assert revision_of(db_path) == runner.HEAD_REVISION == "0002"
+    assert revision_of(db_path) == runner.HEAD_REVISION == "0003"
     assert set(views_of(db_path)) == {view.name for view in VIEWS_V2}
     assert [tuple(row) for row in pairs] == [(session_id, "tools/call", 1), (session_id, "ping", 0)]
     assert messages == 5
@@ -575,11 +588,11 @@ def test_downgrade_to_0001_puts_back_the_0001_views_exactly(db_path: Path) -> No
             command.downgrade(config, "0001")
     finally:
         store.close()
-    fresh = db_path.with_name("fresh.db")
-    open_at_0001(str(fresh)).close()
     assert revision_of(db_path) == "0001"
-    assert views_of(db_path) == views_of(fresh)  # the very SQL a new 0001 database has
-    assert set(views_of(db_path)) == {view.name for view in VIEWS_V1}
+    # The very SQL 0001 was released with (tests/test_migrations_frozen.py pins that file).
+    assert views_of(db_path) == {
+        view.name: f"CREATE VIEW {view.name} AS {view.sqlite.strip()}" for view in VIEWS_V1
+    }
 
 
 def corpus_answers(db: Path, columns: dict[str, list[str]]) -> dict[str, list[tuple[Any, ...]]]:
@@ -610,7 +623,7 @@ def test_corpus_sessions_give_the_same_answers_at_0001_and_0002(db_path: Path) -
         }
     before = corpus_answers(db_path, columns)
     open_store(str(db_path)).close()
-    assert revision_of(db_path) == "0002"
+    assert revision_of(db_path) == runner.HEAD_REVISION
     assert corpus_answers(db_path, columns) == before
     assert all(before.values()) and len(before["exchanges"]) == 26  # tests/test_store_views.py's count
 
@@ -699,7 +712,7 @@ def test_postgresql_v2_views_answer_like_the_sqlite_ones_after_migrating_from_00
     with open_store(url) as pg, open_store(str(db_path)) as lite:
         assert pg.engine.dialect.name == "postgresql"
         expected, got = answers(lite), answers(pg)
-    assert postgres.query(database, "SELECT version_num FROM alembic_version") == [("0002",)]
+    assert postgres.query(database, "SELECT version_num FROM alembic_version") == [(runner.HEAD_REVISION,)]
     for view in VIEWS_V2:
         assert got[view.name] == expected[view.name], view.name
         assert expected[view.name], view.name

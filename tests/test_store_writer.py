@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import orjson
 import pytest
 
 from mcptape.frames import Frame
-from mcptape.store import Store, StoreError, open_store
+from mcptape.store import Store, StoreError, WriterClosedError, open_store
 from mcptape.store.rows import MAX_FRAME_BYTES
 
 
@@ -196,12 +197,13 @@ def test_update_with_an_unknown_column_fails_at_once(store: Store) -> None:
 
 def test_drain_waits_while_the_database_is_locked_and_resumes_after(store: Store, db_path: Path) -> None:
     sid = store.create_session(mode="record")
-    writer = store.writer(batch_size=10, max_backlog=40)
+    writer = store.writer(batch_size=10, max_lag=0.05)
 
     async def scenario() -> None:
         lock = WriteLock(db_path)
         for seq in range(1, 101):
             writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
+        await asyncio.sleep(0.1)  # the oldest frame now waits longer than max_lag
         assert writer.over_limit
         drained = asyncio.ensure_future(writer.drain())
         await asyncio.sleep(0.3)
@@ -217,7 +219,7 @@ def test_drain_waits_while_the_database_is_locked_and_resumes_after(store: Store
 
 
 def test_drain_returns_at_once_when_under_the_limit(store: Store) -> None:
-    writer = store.writer(max_backlog=1000)
+    writer = store.writer()
     writer.add_frame(store.create_session(mode="record"), 1, Frame(request(1), "c2s"))
     assert not writer.over_limit
 
@@ -231,7 +233,7 @@ def test_drain_returns_at_once_when_under_the_limit(store: Store) -> None:
 
 def test_backlog_limit_counts_bytes_too(store: Store, db_path: Path) -> None:
     sid = store.create_session(mode="record")
-    writer = store.writer(max_backlog=1000, max_backlog_bytes=10_000)
+    writer = store.writer(max_lag=60, max_backlog_bytes=10_000)
     lock = WriteLock(db_path)
     writer.add_frame(sid, 1, Frame(result(1, {"blob": "x" * 20_000}), "s2c"))
     assert writer.over_limit
@@ -273,40 +275,39 @@ def test_a_bad_row_is_reported_once_and_the_rest_of_its_batch_is_written(
     assert "mcptape: recording error:" in stderr
 
 
-def test_close_flushes_is_idempotent_and_later_frames_are_reported_not_raised(
-    store: Store, db_path: Path
-) -> None:
+def test_close_flushes_is_idempotent_and_a_frame_queued_after_it_raises(store: Store, db_path: Path) -> None:
     sid = store.create_session(mode="record")
     writer = store.writer()
     for seq in range(1, 51):
         writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
-    writer.close()
-    writer.close()
+    assert writer.close() is True
+    assert writer.close() is True
     assert rows(db_path, "SELECT count(*) FROM frames") == [(50,)]
-    writer.add_frame(sid, 51, Frame(request(51), "c2s"))
+    with pytest.raises(WriterClosedError, match="after the recording writer was closed"):
+        writer.add_frame(sid, 51, Frame(request(51), "c2s"))
     writer.flush()
-    assert any("after the writer closed" in error for error in writer.errors)
+    assert writer.errors == []
 
 
 def test_close_from_a_signal_handler_flushes_without_deadlock(store: Store, db_path: Path) -> None:
     sid = store.create_session(mode="record")
     writer = store.writer(batch_size=50)
     previous = signal.signal(signal.SIGUSR1, lambda signum, frame: writer.close())
+    seq = 0
     try:
-        seq = 0
-        while seq < 20_000:
-            seq += 1
-            writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
-            if seq == 5_000:
-                os.kill(os.getpid(), signal.SIGUSR1)  # the handler runs amid the next add_frame calls
+        with pytest.raises(WriterClosedError):
+            while seq < 20_000:
+                seq += 1
+                writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
+                if seq == 5_000:
+                    os.kill(os.getpid(), signal.SIGUSR1)  # the handler runs amid the next add_frame calls
     finally:
         signal.signal(signal.SIGUSR1, previous)
-    writer.close()
+    assert writer.close()
     [(count, last)] = rows(db_path, "SELECT count(*), max(seq) FROM frames")
-    late = [error for error in writer.errors if "after the writer closed" in error]
-    # Everything queued before close() is in; everything after is accounted for as reported.
-    assert count == last and isinstance(count, int) and count >= 5_000
-    assert late and late[-1].startswith(f"{20_000 - count} item(s)")
+    # Everything queued before close() is in; the first frame after it raised, none was lost.
+    assert count == last == seq - 1 and count >= 5_000
+    assert writer.errors == []
 
 
 def test_writer_retries_past_the_busy_timeout_and_drops_nothing(
@@ -314,9 +315,9 @@ def test_writer_retries_past_the_busy_timeout_and_drops_nothing(
 ) -> None:
     import threading
 
-    from mcptape.store import engine
+    from mcptape.store import sqlite_engine
 
-    monkeypatch.setattr(engine, "BUSY_TIMEOUT_S", 0.1)  # so a short lock outlasts it
+    monkeypatch.setattr(sqlite_engine, "BUSY_TIMEOUT_S", 0.1)  # so a short lock outlasts it
     with open_store(str(db_path)) as store:
         sid = store.create_session(mode="record")
         writer = store.writer(batch_size=10)
@@ -329,5 +330,148 @@ def test_writer_retries_past_the_busy_timeout_and_drops_nothing(
         releaser.join()
         writer.close()
     assert rows(db_path, "SELECT count(*) FROM frames") == [(30,)]
-    assert len(writer.errors) == 1 and "still retrying: nothing is dropped" in writer.errors[0]
-    assert capfd.readouterr().err.count("stayed locked") == 1
+    assert writer.errors == []
+    stderr = capfd.readouterr().err
+    assert stderr.count("mcptape: waiting for the database lock held by another process (") == 1
+    assert stderr.count("\n") == 1
+
+
+# -- the relay's API: time-bounded backlog, queued sessions, flushing on the loop, failures ------
+
+
+def test_backlog_is_bounded_in_time_and_wait_below_limit_blocks_until_it_commits(
+    store: Store, db_path: Path
+) -> None:
+    import threading
+
+    sid = store.create_session(mode="record")
+    writer = store.writer(max_lag=0.05)
+    lock = WriteLock(db_path)
+    writer.add_frame(sid, 1, Frame(request(1), "c2s"))
+    assert not writer.over_limit  # just queued: not late yet
+    threading.Timer(1.0, lock.release).start()
+    time.sleep(0.1)  # longer than max_lag: the frame is now late
+    assert writer.over_limit and writer.backlog == 1
+    assert not writer.wait_below_limit(timeout=0.2)  # the lock holds: still over after 0.2 s
+    assert writer.wait_below_limit(timeout=60)
+    assert not writer.over_limit
+    writer.close()
+    assert rows(db_path, "SELECT count(*) FROM frames") == [(1,)]
+
+
+def test_a_response_is_stored_with_its_requests_method_and_seq(store: Store, db_path: Path) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    writer.add_frame(sid, 1, Frame(request(1, "tools/list"), "c2s"))
+    writer.add_frame(sid, 2, Frame(b'{"jsonrpc":"2.0","id":1.0,"result":{}}', "s2c"))
+    writer.add_frame(sid, 3, Frame(request(2, "ping"), "c2s"))
+    writer.add_frame(
+        sid, 4, Frame(b'{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}', "s2c", "proxy")
+    )
+    writer.close()
+    assert rows(db_path, "SELECT seq, kind, method, request_seq FROM frames ORDER BY seq") == [
+        (1, "request", "tools/list", None),
+        (2, "response", "tools/list", 1),
+        (3, "request", "ping", None),
+        (4, "error", "ping", 3),
+    ]
+    assert rows(db_path, "SELECT method, count(*) FROM frames GROUP BY 1 ORDER BY 1") == [
+        ("ping", 2),
+        ("tools/list", 2),
+    ]
+    assert rows(db_path, "SELECT request_seq, response_seq, answered_by FROM exchanges ORDER BY 1") == [
+        (1, 2, "server"),
+        (3, 4, "proxy"),
+    ]
+
+
+def test_create_session_is_queued_and_written_before_the_frames_that_follow(
+    store: Store, db_path: Path
+) -> None:
+    writer = store.writer()
+    lock = WriteLock(db_path)  # the database is busy: create_session must not wait for it
+    sid = writer.create_session(mode="proxy", name="gw", transport="http->stdio")
+    writer.add_frame(sid, 1, Frame(request(1), "c2s"))
+    assert len(sid) == 32 and rows(db_path, "SELECT count(*) FROM sessions") == [(0,)]
+    lock.release()
+    writer.close()
+    assert rows(db_path, "SELECT id, mode, name, transport, status, pid FROM sessions") == [
+        (sid, "proxy", "gw", "http->stdio", "running", os.getpid())
+    ]
+    assert rows(db_path, "SELECT session_id FROM frames") == [(sid,)]
+    with pytest.raises(TypeError, match="needs a mode"):
+        store.writer().create_session(name="no mode")
+
+
+def test_aflush_waits_on_the_loop_without_blocking_it(store: Store, db_path: Path) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+
+    async def scenario() -> tuple[bool, int, bool]:
+        lock = WriteLock(db_path)
+        writer.add_frame(sid, 1, Frame(request(1), "c2s"))
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.01)
+
+        ticker = asyncio.ensure_future(tick())
+        timed_out = await writer.aflush(timeout=0.3)
+        lock.release()
+        flushed = await writer.aflush(timeout=60)
+        ticker.cancel()
+        return timed_out, ticks, flushed
+
+    timed_out, ticks, flushed = asyncio.run(scenario())
+    assert timed_out is False and flushed is True
+    assert ticks >= 5  # the loop kept turning while aflush waited
+    assert rows(db_path, "SELECT count(*) FROM frames") == [(1,)]
+    writer.close()
+
+
+def test_close_with_a_timeout_returns_false_while_locked_and_says_so_once_then_writes_everything(
+    store: Store, db_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    sid = store.create_session(mode="record")
+    writer = store.writer(batch_size=10)
+    lock = WriteLock(db_path)
+    for seq in range(1, 31):
+        writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
+    assert writer.close(timeout=0.5) is False
+    with pytest.raises(WriterClosedError):
+        writer.add_frame(sid, 31, Frame(request(31), "c2s"))
+    lock.release()
+    assert writer.close() is True  # nothing queued before close is dropped
+    assert rows(db_path, "SELECT count(*) FROM frames") == [(30,)]
+    err = capfd.readouterr().err
+    assert (
+        err == "mcptape: waiting for the database lock held by another process (30 frames not yet written)…\n"
+    )
+
+
+def test_a_database_that_fails_for_good_sets_failed_once_and_counts_what_is_lost(
+    store: Store, db_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    from sqlalchemy import event
+
+    sid = store.create_session(mode="record")
+
+    @event.listens_for(store.engine, "connect")
+    def _full(conn: sqlite3.Connection, _record: object) -> None:  # the disk is full from here on
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+
+    store.engine.dispose()
+    writer = store.writer(batch_size=10)
+    for seq in range(1, 41):
+        writer.add_frame(sid, seq, Frame(request(seq, "x" * 5000), "c2s"))
+    writer.flush()
+    assert writer.failed is not None and "database or disk is full" in writer.failed
+    assert "\n" not in writer.failed
+    assert writer.lost == 40 and writer.frames_written == 0
+    assert not writer.over_limit  # nothing to wait for: the relay goes on
+    assert writer.close() is False
+    assert capfd.readouterr().err.count("mcptape: recording error:") == 1

@@ -53,7 +53,18 @@ def test_wrap_runs_each_stdio_entry_through_record_keeping_other_keys_in_order()
     notes = wrapped["mcpServers"]["notes"]
     assert notes == {
         "command": "/opt/mcptape/bin/mcptape",
-        "args": ["record", "--name", "notes", "--", "node", "build/index.js", "--vault", "Personal Notes"],
+        "args": [
+            "record",
+            "--name",
+            "notes",
+            "--on-store-error",
+            "forward",
+            "--",
+            "node",
+            "build/index.js",
+            "--vault",
+            "Personal Notes",
+        ],
         "env": {"NOTES_API_KEY": "sk-test-0000", "LOG_LEVEL": "debug"},
         "cwd": "/Users/alice/src/notes-mcp",
         "disabled": False,
@@ -68,7 +79,15 @@ def test_wrap_adds_args_to_an_entry_that_had_none() -> None:
     wrapped, _ = wrap_servers(original(), LAUNCHER, None)
     assert wrapped["mcpServers"]["weather-local"] == {
         "command": "/opt/mcptape/bin/mcptape",
-        "args": ["record", "--name", "weather-local", "--", "/Users/alice/bin/weather-mcp"],
+        "args": [
+            "record",
+            "--name",
+            "weather-local",
+            "--on-store-error",
+            "forward",
+            "--",
+            "/Users/alice/bin/weather-mcp",
+        ],
     }
 
 
@@ -77,7 +96,7 @@ def test_wrap_with_a_python_launcher_and_a_database() -> None:
     wrapped, _ = wrap_servers(original(), launcher, "/data/rec.db", frozenset({"git"}))
     assert wrapped["mcpServers"]["git"]["command"] == sys.executable
     assert wrapped["mcpServers"]["git"]["args"] == [
-        "-m", "mcptape", "record", "--name", "git", "--db", "/data/rec.db", "--",
+        "-m", "mcptape", "record", "--name", "git", "--db", "/data/rec.db", "--on-store-error", "forward", "--",
         "uvx", "mcp-server-git", "--repository", "/Users/alice/src/my project",
     ]  # fmt: skip
     assert wrapped["mcpServers"]["filesystem"] == original()["mcpServers"]["filesystem"]
@@ -217,7 +236,7 @@ def test_dry_run_prints_a_diff_and_writes_nothing(config: Path) -> None:
     assert result.stdout.startswith(f"--- {config}\n+++ {config}\n@@ ")
     assert '-      "command": "uvx",\n' in result.stdout
     assert (
-        '+      "args": ["record", "--name", "git", "--", "uvx", "mcp-server-git", "--repository"'
+        '+      "args": ["record", "--name", "git", "--on-store-error", "forward", "--", "uvx", "mcp-server-git", "--repository"'
         in result.stdout
     )
     assert "Dry run: nothing written." in result.stderr
@@ -389,7 +408,9 @@ def test_wrap_copies_continuation_alignment_instead_of_taking_it_for_indentation
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 3
     assert lines[0].startswith('{"mcpServers": {"a": {"command": "')
-    assert lines[1].startswith('                      "args": ["record", "--name", "a", "--", "x", "1", "2"]')
+    assert lines[1].startswith(
+        '                      "args": ["record", "--name", "a", "--on-store-error", "forward", "--", "x", "1", "2"]'
+    )
     assert lines[2] == '                "b": {"command": "y"}}}'
 
 
@@ -507,17 +528,25 @@ def test_wrap_remote_turns_url_entries_into_record_url_commands() -> None:
     assert wrapped["mcpServers"]["linear"] == {
         "command": "/opt/mcptape/bin/mcptape",
         "args": [
-            "record", "--name", "linear", "--db", "/data/rec.db", "--url", "https://mcp.linear.app/mcp",
+            "record", "--name", "linear", "--db", "/data/rec.db", "--on-store-error", "forward", "--url", "https://mcp.linear.app/mcp",
             "--transport", "http", "--header", "Authorization: Bearer lin_api_0000",
         ],
     }  # fmt: skip
     assert wrapped["mcpServers"]["legacy-sse"]["args"] == [
-        "record", "--name", "legacy-sse", "--db", "/data/rec.db", "--url", "https://mcp.example.com/sse",
+        "record", "--name", "legacy-sse", "--db", "/data/rec.db", "--on-store-error", "forward", "--url", "https://mcp.example.com/sse",
         "--transport", "sse",
     ]  # fmt: skip
     assert [o.action for o in outcomes] == ["wrapped", "wrapped"]
     untyped, _ = wrap_servers({"mcpServers": {"u": {"url": "http://h/mcp"}}}, LAUNCHER, None, remote=True)
-    assert untyped["mcpServers"]["u"]["args"] == ["record", "--name", "u", "--url", "http://h/mcp"]
+    assert untyped["mcpServers"]["u"]["args"] == [
+        "record",
+        "--name",
+        "u",
+        "--on-store-error",
+        "forward",
+        "--url",
+        "http://h/mcp",
+    ]
 
 
 def test_wrap_remote_and_unwrap_give_back_the_bytes_and_without_a_backup_the_entry(config: Path) -> None:

@@ -143,7 +143,7 @@ def wrap(config: str | None, db: str | None, dry_run: bool, only: tuple[str, ...
     selection = _selection(cfg.document, only)
     new_document, outcomes = wrap_servers(cfg.document, mcptape_launcher(), db, selection, remote)
     changed = _apply(cfg, new_document, outcomes, dry_run)
-    if changed or dry_run:
+    if changed or (dry_run and any(o.action == "wrapped" for o in outcomes)):
         where = db
         if where is None:
             from mcptape.store.engine import default_db_path

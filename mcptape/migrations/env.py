@@ -43,7 +43,7 @@ def _run_from_command_line() -> None:
 
 def _run_offline() -> None:
     # `alembic ... upgrade head --sql`: print the SQL for a DBA instead of running it.
-    from mcptape.store.engine import resolve_url
+    from mcptape.store.location import resolve_url
 
     db = config.attributes.get("url") or context.get_x_argument(as_dictionary=True).get("db")
     if not db:

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Final
 
 import sqlalchemy as sa
 
-from mcptape.store.engine import StoreError
+from mcptape.store.errors import StoreError
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
 # The newest revision in versions/; tests/test_store_engine.py checks it against Alembic.
-HEAD_REVISION: Final = "0002"
+HEAD_REVISION: Final = "0003"
 MIGRATIONS_DIR: Final = Path(__file__).resolve().parent
 VERSION_TABLE: Final = "alembic_version"
 # Any constant shared by all mcptape processes; this is b"mcptape1" read as a big-endian integer.

@@ -23,7 +23,8 @@ from typing import Any
 
 import orjson
 
-from mcptape.frames import Frame, classify_message, opposite
+from mcptape.frames import Frame, classify_batch, opposite
+from mcptape.jsontext import element_spans
 
 
 def _dumps(value: Any) -> bytes:
@@ -90,16 +91,19 @@ class Flow:
                 raise ValueError(f"only a request can be answered, not a {frame.kind}")
             self.reply(build(frame.rpc_id))
             return
-        batch = frame.message
-        if frame.kind != "batch" or not isinstance(batch, list) or not 0 <= item < len(batch):
+        items = classify_batch(frame.data) if frame.kind == "batch" else []
+        if not 0 <= item < len(items):
             raise ValueError(f"no batch element {item} to answer")
-        c = classify_message(batch[item])
+        c = items[item]
         if c.kind != "request" or c.rpc_id is None:
             raise ValueError(f"batch element {item} is a {c.kind}, not a request")
         self._item_answers[item] = build(c.rpc_id)
-        rest = [m for i, m in enumerate(batch) if i not in self._item_answers]
+        # The rest of the batch goes on with each element's exact text (ids beyond 2**64 too).
+        text = frame.data.decode("utf-8", errors="replace")
+        spans = element_spans(text) or []
+        rest = [text[a:b] for i, (a, b) in enumerate(spans) if i not in self._item_answers]
         if rest:
-            self.replacement = Frame(_dumps(rest), frame.direction, origin="proxy")
+            self.replacement = Frame(("[" + ",".join(rest) + "]").encode(), frame.direction, origin="proxy")
         else:
             self.dropped = True
         self.replies = [

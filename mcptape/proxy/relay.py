@@ -40,7 +40,7 @@ from typing import Any
 
 import orjson
 
-from mcptape.frames import Direction, Frame, classify_message, id_key, opposite
+from mcptape.frames import Direction, Frame, classify_batch, id_key, opposite
 from mcptape.proxy.addons import AddonManager, Flow, Outcome, SessionContext
 from mcptape.proxy.flow import error_bytes
 from mcptape.proxy.link import Link, LinkClosed, LinkEnd
@@ -164,8 +164,7 @@ class Relay:
                     )
                 elif kind == "batch":
                     group = next(self._batch_ids)
-                    for item in frame.message or ():
-                        c = classify_message(item)
+                    for c in classify_batch(frame.data):
                         if c.kind == "request" and c.rpc_id is not None:
                             self._pending.setdefault(id_key(c.rpc_id), []).append(
                                 (c.rpc_id, c.method or "", group)
@@ -173,8 +172,7 @@ class Relay:
             elif kind in ("response", "error") and frame.rpc_id is not None:
                 self._answered(frame.rpc_id)
             elif kind == "batch":
-                for item in frame.message or ():
-                    c = classify_message(item)
+                for c in classify_batch(frame.data):
                     if c.kind in ("response", "error") and c.rpc_id is not None:
                         self._answered(c.rpc_id)
 
@@ -281,6 +279,16 @@ class Relay:
             stop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await stop
+        if self._stop.is_set() and outcome.ended_by != "signal":
+            # The signal came while the session was ending anyway (a client closing its
+            # pipe as it sends SIGTERM): it was stopped all the same.
+            outcome = Outcome(
+                "interrupted",
+                outcome.exit_code,
+                f"stopped by {self.stop_reason}",
+                "signal",
+                outcome.stopped_by_us,
+            )
         await self._close_client()
         await self.addons.call("session_end", self.session, outcome)
         return outcome

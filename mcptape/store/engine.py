@@ -1,18 +1,14 @@
-"""Opening a recording database: where it lives, how SQLite is set up, and the Store handle.
+"""Opening a recording database and the :class:`Store` handle: sessions, writers, read-only connections.
 
-SQLite is the default: one file, created readable by the user alone (its directory
-0700 when mcptape creates it, the file 0600, and SQLite gives ``-wal``/``-shm`` the
-file's mode), in WAL mode with ``synchronous=NORMAL``, foreign keys on and a 30 s
-busy timeout. Write transactions start with ``BEGIN IMMEDIATE`` (SQLAlchemy emits
-the BEGIN itself, per its pysqlite recipe): a deferred transaction that later
-writes can fail with "database is locked" whatever the busy timeout, an immediate
-one waits its turn. Pass ``execution_options(sqlite_begin="DEFERRED")`` on a
-connection that only reads.
+SQLite is the default (see :mod:`mcptape.store.sqlite_engine` for how files are made
+and set up); any other SQLAlchemy URL works too, PostgreSQL being the one the views
+are written for (:mod:`mcptape.store.server_engine`). What ``--db`` means is decided
+in :mod:`mcptape.store.location`.
 
-Any other SQLAlchemy URL works too; PostgreSQL (``postgresql+psycopg://...``, the
-``mcptape[postgres]`` extra) is the one the views are written for. Its driver is
-imported only when such a URL is opened. A Unix socket is given as a query parameter:
-``postgresql+psycopg://user@/dbname?host=/run/postgresql``.
+Opening migrates the database to the newest revision, unless it cannot be written:
+a SQLite file this process may not write (a colleague's recording, a read-only
+mount) is opened read-only and not migrated, so ``sessions``, ``show`` and
+``export`` still read it; writing to it then fails with a one-line error.
 
 Text columns never receive a NUL character: PostgreSQL's ``text`` refuses it, so a
 NUL in an event line or a session value is stored as U+FFFD on every database (a
@@ -25,91 +21,49 @@ Errors: every failure to open, migrate or write is a :class:`StoreError` whose
 from __future__ import annotations
 
 import contextlib
-import os
-import re
 import sqlite3
 import time
-import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
-import orjson
 import sqlalchemy as sa
-from sqlalchemy import event
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import make_url
 
-from mcptape import __version__
+from mcptape.store.errors import StoreError, describe_error
+from mcptape.store.location import default_db_path, parse_url, resolve_url
+from mcptape.store.rows import new_session_row, session_values
 from mcptape.store.schema import sessions
+from mcptape.store.server_engine import ONE_STATEMENT, server_engine
+from mcptape.store.sqlite_engine import can_write, sqlite_engine, sqlite_file
 
 if TYPE_CHECKING:
     from mcptape.store.writer import Writer
 
-BUSY_TIMEOUT_S: Final = 30.0
-SESSION_COLUMNS: Final = frozenset(column.name for column in sessions.columns) - {"id"}
+__all__ = [
+    "Store",
+    "StoreError",
+    "default_db_path",
+    "describe_error",
+    "open_store",
+    "open_unmigrated",
+    "resolve_url",
+]
+
 _QUERY_CANCELED: Final = "57014"  # PostgreSQL's SQLSTATE for statement_timeout
-# An execution option: run a statement without parameters as exactly one statement.
-_ONE_STATEMENT: Final = "mcptape_one_statement"
-
-
-class StoreError(Exception):
-    """A recording database mcptape cannot use; ``str()`` is one line for the user."""
-
-
-def default_db_path() -> Path:
-    """``$MCPTAPE_DB`` when set, else ``mcptape.db`` in the per-user data directory."""
-    configured = os.environ.get("MCPTAPE_DB")
-    if configured:
-        return Path(configured).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("mcptape", appauthor=False)) / "mcptape.db"
-
-
-def resolve_url(db: str | None) -> str:
-    """The SQLAlchemy URL for ``--db``: a URL stays as it is, a path becomes ``sqlite:///<absolute>``."""
-    if not db:
-        configured = os.environ.get("MCPTAPE_DB", "")
-        if "://" in configured:
-            return configured
-        path = default_db_path()
-    elif "://" in db:
-        return db
-    else:
-        path = Path(db).expanduser()
-    return f"sqlite:///{path.absolute()}"
-
-
-def session_values(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """Check session column names and encode dicts and lists as JSON text."""
-    unknown = sorted(set(fields) - SESSION_COLUMNS)
-    if unknown:
-        raise TypeError(
-            f"sessions has no column {', '.join(unknown)}; columns: {', '.join(sorted(SESSION_COLUMNS))}"
-        )
-    return {
-        name: orjson.dumps(value).decode() if isinstance(value, dict | list) else without_nul(value)
-        for name, value in fields.items()
-    }
-
-
-def without_nul(value: Any) -> Any:
-    """``value`` with each NUL character of a string turned into U+FFFD (PostgreSQL text refuses NUL)."""
-    if isinstance(value, str) and "\x00" in value:
-        return value.replace("\x00", "\ufffd")
-    return value
 
 
 def open_store(db: str | None = None, *, create: bool = True, readonly: bool = False) -> Store:
     """Open the recording database ``db`` (a path, a URL, or None for the default), migrated to head.
 
     ``readonly=True`` neither creates nor migrates (for ``mcptape sql`` and other readers);
-    ``create=False`` refuses to create a missing SQLite file.
+    ``create=False`` refuses to create a missing SQLite file. An existing SQLite file this
+    process cannot write is opened read-only, unmigrated, whatever ``readonly`` says.
     """
     store = open_unmigrated(db, create=create, readonly=readonly)
     try:
-        if readonly:
+        if store.readonly:
             store.check_readable()
         else:
             store.migrate()
@@ -122,19 +76,15 @@ def open_store(db: str | None = None, *, create: bool = True, readonly: bool = F
 def open_unmigrated(db: str | None = None, *, create: bool = True, readonly: bool = False) -> Store:
     """Like :func:`open_store` without migrating (Alembic's env.py, which migrates itself)."""
     text = resolve_url(db)
-    try:
-        url = make_url(text)
-    except sa.exc.ArgumentError:
-        raise StoreError(
-            f"cannot understand the database {text!r}: give a file path or a SQLAlchemy URL "
-            "such as postgresql+psycopg://user@host/dbname"
-        ) from None
+    url = parse_url(text)
     if url.get_backend_name() == "sqlite":
-        path = _sqlite_file(url)
+        path = sqlite_file(url)
+        if not readonly and path.is_file() and not can_write(path):
+            readonly = True
         return Store(
-            text, _sqlite_engine(path, create=create, readonly=readonly), path=path, readonly=readonly
+            text, sqlite_engine(path, create=create, readonly=readonly), path=path, readonly=readonly
         )
-    return Store(text, _server_engine(url), path=None, readonly=readonly)
+    return Store(text, server_engine(url), path=None, readonly=readonly)
 
 
 class Store:
@@ -147,6 +97,7 @@ class Store:
         self.readonly = readonly
         self._readonly_engine: sa.Engine | None = engine if readonly and path is not None else None
         self._writers: list[Writer] = []
+        self._closed = False
 
     @property
     def where(self) -> str:
@@ -196,31 +147,16 @@ class Store:
         finally:
             raw.close()
 
-    def create_session(
-        self,
-        *,
-        mode: str,
-        name: str | None = None,
-        transport: str | None = None,
-        upstream: str | None = None,
-        replay_of: str | None = None,
-    ) -> str:
-        """Insert a ``running`` session started now by this process and return its id (uuid4 hex)."""
-        session_id = uuid.uuid4().hex
-        values = {
-            "id": session_id,
-            "mode": mode,
-            "name": name,
-            "transport": transport,
-            "upstream": upstream,
-            "replay_of": replay_of,
-            "started_at": time.time(),
-            "status": "running",
-            "pid": os.getpid(),
-            "mcptape_version": __version__,
-        }
-        self._write(sessions.insert().values(**{k: without_nul(v) for k, v in values.items()}))
-        return session_id
+    def create_session(self, *, mode: str, **fields: Any) -> str:
+        """Insert a ``running`` session started now and return its id (uuid4 hex).
+
+        ``fields`` are other ``sessions`` columns (name, transport, upstream, replay_of, ...);
+        ``pid`` defaults to this process. This writes at once: on the event loop use
+        :meth:`Writer.create_session`, which queues the row instead.
+        """
+        row = new_session_row({"mode": mode, **fields})
+        self._write(sessions.insert().values(**row))
+        return str(row["id"])
 
     def update_session(self, session_id: str, **fields: Any) -> None:
         """Set columns of a session now (see :meth:`Writer.update_session` to order it with frames)."""
@@ -236,17 +172,23 @@ class Store:
             raise StoreError(describe_error(error, self.where)) from None
 
     def writer(
-        self, *, batch_size: int = 1000, max_backlog: int = 20_000, max_backlog_bytes: int = 256 << 20
+        self, *, batch_size: int = 1000, max_lag: float | None = None, max_backlog_bytes: int | None = None
     ) -> Writer:
-        """A new batched writer on its own thread; :meth:`close` closes it too."""
-        from mcptape.store.writer import Writer
+        """A new batched writer on its own thread; :meth:`close` closes it too.
 
-        writer = Writer(
+        ``max_lag`` (seconds, default 0.1) and ``max_backlog_bytes`` (default 64 MiB) bound
+        the backlog: past them :attr:`Writer.over_limit` asks producers to hold back.
+        """
+        from mcptape.store import writer as writer_module
+
+        writer = writer_module.Writer(
             self.engine,
             where=self.where,
             batch_size=batch_size,
-            max_backlog=max_backlog,
-            max_backlog_bytes=max_backlog_bytes,
+            max_lag=writer_module.MAX_LAG_S if max_lag is None else max_lag,
+            max_backlog_bytes=writer_module.MAX_BACKLOG_BYTES
+            if max_backlog_bytes is None
+            else max_backlog_bytes,
         )
         self._writers.append(writer)
         return writer
@@ -265,7 +207,7 @@ class Store:
                 yield conn
             return
         if self._readonly_engine is None:
-            self._readonly_engine = _sqlite_engine(self.path, create=False, readonly=True)
+            self._readonly_engine = sqlite_engine(self.path, create=False, readonly=True)
         # sqlite3 runs one statement per execute() by itself.
         with self._readonly_engine.connect().execution_options(no_parameters=True) as conn:
             raw = conn.connection.driver_connection
@@ -296,7 +238,7 @@ class Store:
             conn.exec_driver_sql(f"SET LOCAL statement_timeout = {max(1, round(timeout_s * 1000))}")
             # Without no_parameters psycopg reads "like 'a%'" as a parameter marker; one
             # statement only, or "select 1; commit; delete ..." escapes the read-only transaction.
-            conn.execution_options(no_parameters=True, **{_ONE_STATEMENT: True})
+            conn.execution_options(no_parameters=True, **{ONE_STATEMENT: True})
             try:
                 yield conn
             except sa.exc.OperationalError as error:
@@ -307,10 +249,26 @@ class Store:
                 conn.rollback()
 
     def close(self) -> None:
-        """Close every writer (flushing it) and the connections. Idempotent."""
+        """Close every writer (flushing it), let SQLite refresh its planner statistics, close connections.
+
+        Idempotent. ``PRAGMA optimize`` runs ANALYZE where the tables changed enough for
+        it to matter, so the views keep choosing the indexes as recordings grow.
+        """
         for writer in self._writers:
             writer.close()
         self._writers.clear()
+        if self.path is not None and not self.readonly and not self._closed:
+            with contextlib.suppress(sa.exc.DBAPIError, sqlite3.Error):
+                # Outside any transaction and without waiting: a busy database skips it this time.
+                raw = self.engine.raw_connection()
+                try:
+                    cursor = raw.cursor()
+                    cursor.execute("PRAGMA busy_timeout = 0")
+                    cursor.execute("PRAGMA optimize")
+                    cursor.close()
+                finally:
+                    raw.close()
+        self._closed = True
         if self._readonly_engine is not None and self._readonly_engine is not self.engine:
             self._readonly_engine.dispose()
         self.engine.dispose()
@@ -324,196 +282,3 @@ class Store:
 
 def _timeout_message(timeout_s: float) -> str:
     return f"the query ran longer than its time limit of {timeout_s:g} s and was stopped; narrow it (WHERE, LIMIT) or allow more time"
-
-
-def describe_error(error: BaseException, where: str) -> str:
-    """One line for a database error: what happened to which database, and what to do."""
-    orig = getattr(error, "orig", None) or error
-    detail = " ".join((str(orig).splitlines() or [type(orig).__name__])[0].split())
-    lowered = detail.lower()
-    server = _describe_server_error(detail, where)
-    if server is not None:
-        return server
-    if "file is not a database" in lowered or "file is encrypted" in lowered:
-        return f"{where} is not a SQLite database (SQLite: {detail}); give mcptape a recording database or a new file path (--db or MCPTAPE_DB)"
-    if "database is locked" in lowered or "database is busy" in lowered:
-        return f"{where} stayed locked by another process for more than {BUSY_TIMEOUT_S:g} s; find the process holding it (fuser {where}) or retry"
-    if "unable to open database file" in lowered:
-        return f"cannot open {where} (SQLite: {detail}); check that the file and its directory exist and are readable by you"
-    if "readonly database" in lowered:
-        return (
-            f"{where} is read-only for you (SQLite: {detail}); check its mode and owner, and its directory's"
-        )
-    if "disk is full" in lowered or "disk i/o error" in lowered:
-        return f"cannot write {where} (SQLite: {detail}); free disk space or record to another path"
-    return f"database error on {where}: {detail}"
-
-
-def _describe_server_error(detail: str, where: str) -> str | None:
-    """PostgreSQL's connection failures (psycopg words them), or None for any other error."""
-    lowered = detail.lower()
-    if not lowered.startswith(("connection failed", "connection is bad", "connection to server")):
-        return None
-    missing = re.search(r'database "([^"]*)" does not exist', detail)
-    if missing:
-        return (
-            f"cannot open {where}: the database {missing[1]} does not exist on that server ({detail}); "
-            f"create it (createdb {missing[1]}) or correct the database name in the URL"
-        )
-    if "authentication failed" in lowered or ("role" in lowered and "does not exist" in lowered):
-        return (
-            f"cannot log in to {where} ({detail}); check the user and password in the URL "
-            "(or PGPASSWORD, ~/.pgpass)"
-        )
-    return (
-        f"cannot connect to {where} ({detail}); check that the PostgreSQL server is running and that "
-        "the host (or socket directory, ?host=DIR), port and database in the URL are right"
-    )
-
-
-def _sqlite_file(url: URL) -> Path:
-    database = url.database or ""
-    if database in ("", ":memory:") or database.startswith("file:"):
-        raise StoreError(
-            "mcptape records into a SQLite file, not an in-memory or URI database: give a file path "
-            "(--db PATH or MCPTAPE_DB)"
-        )
-    return Path(database).expanduser().absolute()
-
-
-def _server_engine(url: URL) -> sa.Engine:
-    if url.drivername == "postgresql":  # SQLAlchemy would pick psycopg2; the postgres extra ships psycopg 3
-        url = url.set(drivername="postgresql+psycopg")
-    shown = unquote(url.render_as_string(hide_password=True))
-    try:
-        engine = sa.create_engine(url, pool_pre_ping=True)
-    except ModuleNotFoundError as error:
-        raise StoreError(
-            f"the driver for {shown} is not installed (no module {error.name}); "
-            "for PostgreSQL: pip install 'mcptape[postgres]'"
-        ) from None
-    except (sa.exc.ArgumentError, sa.exc.NoSuchModuleError) as error:
-        raise StoreError(f"cannot use the database URL {shown}: {str(error).splitlines()[0]}") from None
-    if url.get_backend_name() == "postgresql" and url.get_driver_name() == "psycopg":
-        _install_psycopg_hooks(engine)
-    return engine
-
-
-def _install_psycopg_hooks(engine: sa.Engine) -> None:
-    @event.listens_for(engine, "do_execute_no_params")
-    def _one_statement(cursor: Any, statement: str, context: Any) -> bool:
-        # psycopg sends a query without parameters with the simple protocol, which runs
-        # any number of statements; a prepared statement is always exactly one. A
-        # server-side cursor (stream_results) DECLAREs one query and needs no help.
-        import psycopg
-
-        if not context.execution_options.get(_ONE_STATEMENT) or isinstance(cursor, psycopg.ServerCursor):
-            return False
-        cursor.execute(statement, prepare=True)
-        return True
-
-
-def _refuse_directory(path: Path) -> None:
-    if path.is_dir():
-        raise StoreError(
-            f"{path} is a directory, not a database file: give a file path such as {path / 'mcptape.db'}"
-        )
-
-
-def _sqlite_engine(path: Path, *, create: bool, readonly: bool) -> sa.Engine:
-    if readonly:
-        _refuse_directory(path)
-        if not path.exists():
-            raise StoreError(
-                f"no recording database at {path}: record a session first (mcptape record -- COMMAND) or give --db"
-            )
-        _check_access(path, os.R_OK)
-        uri = f"file:{quote(str(path))}?mode=ro"
-
-        def connect() -> sqlite3.Connection:
-            return sqlite3.connect(
-                uri, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None
-            )
-
-        # A fresh connection per use: a read-only handle is cheap and never holds a stale snapshot.
-        engine = sa.create_engine(
-            URL.create("sqlite", database=str(path)), creator=connect, poolclass=sa.pool.NullPool
-        )
-    else:
-        _prepare_file(path, create=create)
-
-        def connect() -> sqlite3.Connection:
-            return sqlite3.connect(
-                str(path), timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None
-            )
-
-        engine = sa.create_engine(URL.create("sqlite", database=str(path)), creator=connect)
-    _install_sqlite_hooks(engine, readonly=readonly)
-    return engine
-
-
-def _install_sqlite_hooks(engine: sa.Engine, *, readonly: bool) -> None:
-    pragmas = ["PRAGMA foreign_keys = ON", f"PRAGMA busy_timeout = {round(BUSY_TIMEOUT_S * 1000)}"]
-    pragmas.append("PRAGMA query_only = ON" if readonly else "PRAGMA synchronous = NORMAL")
-    default_begin = "DEFERRED" if readonly else "IMMEDIATE"
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: sqlite3.Connection, _record: object) -> None:
-        # isolation_level=None stops the sqlite3 module from issuing BEGINs of its own.
-        dbapi_connection.isolation_level = None
-        for pragma in pragmas:
-            dbapi_connection.execute(pragma)
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: sa.Connection) -> None:
-        conn.exec_driver_sql(f"BEGIN {conn.get_execution_options().get('sqlite_begin', default_begin)}")
-
-
-def _prepare_file(path: Path, *, create: bool) -> None:
-    _refuse_directory(path)
-    if path.exists():
-        _check_access(path, os.R_OK | os.W_OK)
-        return
-    if not create:
-        raise StoreError(
-            f"no recording database at {path}: record a session first (mcptape record -- COMMAND) or give --db"
-        )
-    _make_private_dirs(path.parent)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process created it a moment ago
-        return
-    except OSError as error:
-        raise StoreError(
-            f"cannot create {path}: {error.strerror}; check that its directory is writable or give --db another path"
-        ) from None
-    try:
-        if hasattr(os, "fchmod"):  # the umask can only remove bits, but be explicit
-            os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
-
-
-def _make_private_dirs(directory: Path) -> None:
-    missing: list[Path] = []
-    while not directory.exists() and directory != directory.parent:
-        missing.append(directory)
-        directory = directory.parent
-    for folder in reversed(missing):
-        try:
-            folder.mkdir(mode=0o700)
-        except FileExistsError:
-            continue
-        except OSError as error:
-            raise StoreError(
-                f"cannot create the directory {folder}: {error.strerror}; give --db a path you can write"
-            ) from None
-        os.chmod(folder, 0o700)
-
-
-def _check_access(path: Path, mode: int) -> None:
-    if not os.access(path, mode):
-        wanted = "read and write" if mode & os.W_OK else "read"
-        raise StoreError(
-            f"cannot {wanted} {path}: permission denied; check its owner and mode (ls -l {path}) or give --db another path"
-        )

@@ -134,8 +134,12 @@ def _key(row: RowMapping) -> SessionKey:
 
 def resolve_session(source: Any, ref: str) -> RowMapping:
     """The sessions row ``ref`` names: a full id, a session name (the latest with it), a unique
-    id prefix, or ``last`` (the latest started). Raises SessionLookupError otherwise."""
+    id prefix, or ``last`` (the latest started). Raises SessionLookupError otherwise.
+
+    A name is looked up as given (a session recorded as ``" files "`` keeps its spaces),
+    then without surrounding spaces."""
     newest_first = (sessions.c.started_at.desc(), sessions.c.id.desc())
+    exact = ref
     ref = ref.strip()
     with connect(source) as conn:
 
@@ -149,8 +153,8 @@ def resolve_session(source: Any, ref: str) -> RowMapping:
                 raise SessionLookupError(unknown_message(ref, []))
             return row
         row = first(sessions.c.id == ref)
-        if row is None:
-            row = first(sessions.c.name == ref)
+        if row is None:  # a name as typed, spaces and all, before the name without them
+            row = first(sessions.c.name == exact) or first(sessions.c.name == ref)
         if row is not None:
             return row
         if ref and looks_like_id_prefix(ref.lower()):

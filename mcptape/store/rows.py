@@ -1,20 +1,27 @@
-"""Row shaping for the store: frames and events as the tuples the writer inserts.
+"""Row shaping for the store: sessions, frames and events as the values the writer inserts.
 
 ``frame_row`` turns a :class:`~mcptape.frames.Frame` into a ``frames`` row in
 :data:`FRAME_COLUMNS` order (UTF-8 text, raw bytes when text cannot hold them, a cut
-for frames over :data:`MAX_FRAME_BYTES`); ``json_text`` encodes metadata and event
-data; ``_insert_sql`` spells the driver-level INSERT for a paramstyle. No threads here:
-:mod:`mcptape.store.writer` calls these on its writer thread.
+for frames over :data:`MAX_FRAME_BYTES`); ``new_session_row`` and ``session_values``
+shape ``sessions`` values; ``json_text`` encodes metadata and event data;
+``insert_sql`` spells the driver-level INSERT for a paramstyle. No threads and no
+database here: :mod:`mcptape.store.writer` and :mod:`mcptape.store.engine` call these.
 """
 
 from __future__ import annotations
 
+import os
+import time
+import uuid
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
 import sqlalchemy as sa
 
+from mcptape import __version__
 from mcptape.frames import Frame
+from mcptape.store.schema import sessions
 
 MAX_FRAME_BYTES: Final = 64 << 20
 FRAME_COLUMNS: Final = (
@@ -30,12 +37,20 @@ FRAME_COLUMNS: Final = (
     "text",
     "raw",
     "meta",
+    "request_seq",
 )
+SESSION_COLUMNS: Final = frozenset(column.name for column in sessions.columns) - {"id"}
 EVENT_COLUMNS: Final = ("session_id", "ts", "kind", "text", "data")
 
 
-def frame_row(session_id: str, seq: int, frame: Frame) -> tuple[Any, ...]:
+def frame_row(
+    session_id: str, seq: int, frame: Frame, method: str | None = None, request_seq: int | None = None
+) -> tuple[Any, ...]:
     """The ``frames`` row of a frame, in :data:`FRAME_COLUMNS` order.
+
+    ``method`` stands in for a frame that has none (a response gets its request's), and
+    ``request_seq`` is the ``seq`` of the request a response answers (see
+    :mod:`mcptape.store.correlation`).
 
     ``text`` is the bytes as UTF-8; when that cannot hold them exactly (invalid UTF-8,
     a NUL byte, which PostgreSQL text refuses) ``raw`` keeps the bytes. A frame over
@@ -64,13 +79,53 @@ def frame_row(session_id: str, seq: int, frame: Frame) -> tuple[Any, ...]:
         frame.direction,
         frame.origin,
         frame.kind,
-        frame.method,
+        frame.method or method,
         frame.rpc_id,
         size,
         text,
         raw,
         None if meta is None else json_text(meta),
+        request_seq,
     )
+
+
+def new_session_row(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A whole ``sessions`` row: ``fields`` (``mode`` required) over the defaults of a session started now.
+
+    The defaults: a new id (uuid4 hex), ``started_at`` now, ``status`` ``running``, this
+    process's ``pid`` (so a reader can tell a session whose recorder died) and mcptape's version.
+    """
+    if "mode" not in fields:
+        raise TypeError("a session needs a mode (record, proxy, call, replay, serve)")
+    row: dict[str, Any] = {
+        "id": uuid.uuid4().hex,
+        "started_at": time.time(),
+        "status": "running",
+        "pid": os.getpid(),
+        "mcptape_version": __version__,
+    }
+    row.update(session_values({k: v for k, v in fields.items() if v is not None}))
+    return row
+
+
+def session_values(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Check session column names and encode dicts and lists as JSON text."""
+    unknown = sorted(set(fields) - SESSION_COLUMNS)
+    if unknown:
+        raise TypeError(
+            f"sessions has no column {', '.join(unknown)}; columns: {', '.join(sorted(SESSION_COLUMNS))}"
+        )
+    return {
+        name: orjson.dumps(value).decode() if isinstance(value, dict | list) else without_nul(value)
+        for name, value in fields.items()
+    }
+
+
+def without_nul(value: Any) -> Any:
+    """``value`` with each NUL character of a string turned into U+FFFD (PostgreSQL text refuses NUL)."""
+    if isinstance(value, str) and "\x00" in value:
+        return value.replace("\x00", "\ufffd")
+    return value
 
 
 def json_text(value: object) -> str:
@@ -81,7 +136,8 @@ def json_text(value: object) -> str:
         return orjson.dumps(repr(value)).decode()
 
 
-def _insert_sql(table: sa.Table, columns: tuple[str, ...], paramstyle: str) -> str | None:
+def insert_sql(table: sa.Table, columns: tuple[str, ...], paramstyle: str) -> str | None:
+    """The driver-level INSERT of ``columns`` for a DB-API paramstyle, None when unsupported."""
     marker = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(paramstyle)
     if marker is None:
         return None

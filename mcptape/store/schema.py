@@ -3,6 +3,11 @@
 Times are seconds since the Unix epoch (REAL), which both SQLite and PostgreSQL
 handle and which SQL users can turn into dates (`datetime(ts, 'unixepoch')`).
 
+Requests and their replies are paired when frames are written (see
+:mod:`mcptape.store.correlation`), so the views join on indexed columns: a reply
+frame carries its request's ``seq`` in ``request_seq`` and its request's ``method``;
+pairs where either side is an element of a batch (2025-03-26) go to ``batch_replies``.
+
 A frame's exact wire bytes are ``text`` encoded as UTF-8, unless ``raw`` is set:
 ``raw`` holds the bytes whenever they are not valid UTF-8 (or were cut because of
 their size), so ``raw if raw is not None else text.encode()`` gives them back.
@@ -22,6 +27,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    text,
 )
 
 metadata = MetaData()
@@ -73,9 +79,37 @@ frames = Table(
     Column("text", Text, nullable=False),
     Column("raw", LargeBinary),  # exact bytes when text cannot hold them
     Column("meta", Text),  # JSON: transport metadata
+    Column("request_seq", Integer),  # on a reply: the seq of the frame holding its request
     Index("ix_frames_session_seq", "session_id", "seq", unique=True),
     Index("ix_frames_session_rpc", "session_id", "rpc_id", "direction"),
     Index("ix_frames_method", "method"),
+    Index(
+        "ix_frames_session_request",
+        "session_id",
+        "request_seq",
+        sqlite_where=text("request_seq IS NOT NULL"),
+        postgresql_where=text("request_seq IS NOT NULL"),
+    ),
+    Index(
+        "ix_frames_batches",
+        "session_id",
+        "seq",
+        sqlite_where=text("kind = 'batch'"),
+        postgresql_where=text("kind = 'batch'"),
+    ),
+)
+
+# A request and its reply when either is an element of a batch frame: the element's
+# index in its batch, or -1 for a frame that is not a batch (so the key needs no NULL).
+batch_replies = Table(
+    "batch_replies",
+    metadata,
+    Column("session_id", String(32), ForeignKey("sessions.id"), nullable=False),
+    Column("request_seq", Integer, nullable=False),
+    Column("request_index", Integer, nullable=False),
+    Column("reply_seq", Integer, nullable=False),
+    Column("reply_index", Integer, nullable=False),
+    Index("ix_batch_replies_request", "session_id", "request_seq", "request_index", unique=True),
 )
 
 events = Table(

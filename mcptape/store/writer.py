@@ -1,22 +1,35 @@
-"""The batched writer: frames, events and session updates go to the database on a thread of its own.
+"""The batched writer: sessions, frames, events and session updates go to the database on a thread of its own.
 
-Producers (the relay's recorder, on the asyncio loop) only put items on a queue;
-the writer thread takes up to ``batch_size`` of them at a time and applies them in
-the order queued, in one transaction, frames with one ``executemany`` (a ``COPY``
-on PostgreSQL with psycopg). Nothing is dropped for being late: a busy database, or
-a PostgreSQL server that cannot be reached for a while (a restart, a failover), is
-retried, and when the backlog passes its limits the producer sees
-:attr:`Writer.over_limit` and awaits :meth:`Writer.drain`, which slows the relay
-instead of losing frames.
+Producers (the relay's reader threads and the asyncio loop) only put items on a
+queue; the writer thread takes up to ``batch_size`` of them at a time and applies
+them in the order queued, in one transaction, frames with one ``executemany`` (a
+``COPY`` on PostgreSQL with psycopg). On the way it pairs each reply with its request
+(:mod:`mcptape.store.correlation`), so the views join on indexed columns.
 
-Errors the thread meets (a full disk, a frame for a session that does not exist)
-never propagate to the relay: the batch is retried row by row so the good rows
-still land, and each distinct problem goes once to stderr and to
-:attr:`Writer.errors`.
+Bounded loss: the backlog is bounded in time. :attr:`Writer.over_limit` turns True
+when the oldest item not yet committed was queued more than ``max_lag`` seconds ago
+(or the bytes waiting pass ``max_backlog_bytes``); producers then hold back until
+it is under half again: a reader thread with :meth:`Writer.wait_below_limit`, the
+loop with ``await`` :meth:`Writer.drain`. So a ``kill -9`` loses at most about
+``max_lag`` of traffic. Nothing is dropped for being late: a busy database or a
+PostgreSQL server away for a while is retried; while another process holds the
+write lock one line says so on stderr.
 
-Thread-safety notes, because :meth:`Writer.close` may run in a signal handler on
-the thread it interrupted: the queue is a ``SimpleQueue`` (its ``put`` is
-reentrant) and the writer thread never takes a lock that a producer holds.
+Errors the thread meets never propagate to producers. A bad row (a frame for a
+session that does not exist) costs only itself: the batch is retried row by row and
+each distinct problem goes once to stderr and to :attr:`Writer.errors`. A database
+that is unusable for good (damaged, full, not a database, read-only) sets
+:attr:`Writer.failed`, a one-line message; what is queued after that is counted in
+:attr:`Writer.lost`, not written.
+
+Closing: :meth:`Writer.close` writes everything queued before it, waiting as long
+as it takes unless given a timeout. Queuing after close is the caller's bug and
+raises :class:`~mcptape.store.errors.WriterClosedError`.
+
+Thread-safety, because :meth:`Writer.close` may run in a signal handler on the
+thread it interrupted: the queue is a ``SimpleQueue`` (its ``put`` is reentrant),
+producers' counters are under a reentrant lock, and the writer thread never waits
+for a lock that a producer holds.
 """
 
 from __future__ import annotations
@@ -28,15 +41,41 @@ import queue
 import sys
 import threading
 import time
-from collections import deque
+from collections.abc import Callable
 from typing import Any, Final
 
 import sqlalchemy as sa
 
 from mcptape.frames import Frame
-from mcptape.store.engine import StoreError, describe_error, session_values, without_nul
-from mcptape.store.rows import EVENT_COLUMNS, FRAME_COLUMNS, _insert_sql, frame_row, json_text
-from mcptape.store.schema import events, frames, sessions
+from mcptape.store.backlog import Backlog, resolve
+from mcptape.store.correlation import Correlator
+from mcptape.store.errors import (
+    StoreError,
+    WriterClosedError,
+    describe_error,
+    is_fatal,
+    is_lock_wait,
+    is_retryable,
+)
+from mcptape.store.operations import (
+    _EVENT,
+    _FLUSH,
+    _FRAME,
+    _PAIRS,
+    _SESSION,
+    _STOP,
+    _UPDATE,
+    Op,
+    Statements,
+    append,
+)
+from mcptape.store.rows import (
+    frame_row,
+    json_text,
+    new_session_row,
+    session_values,
+    without_nul,
+)
 
 _MAX_ERRORS: Final = 100
 # Group commit: after a batch smaller than batch_size, wait this long before taking
@@ -45,20 +84,13 @@ _MAX_ERRORS: Final = 100
 # frame (that tripled the relay's added latency). A killed process loses at most this
 # much more; flush() and close() wait at most this much longer.
 LINGER_S: Final = 0.02
-_GIVE_UP_WHEN_CLOSING: Final = 3  # busy retries once close() waits: each already waited the busy timeout
-
-# Queue item tags.
-_FRAME: Final = 0
-_EVENT: Final = 1
-_UPDATE: Final = 2
-_FLUSH: Final = 3
-_STOP: Final = 4
-
-Op = tuple[int, list[Any]]  # (tag, rows): consecutive items of one kind, applied together
+MAX_LAG_S: Final = 0.1
+MAX_BACKLOG_BYTES: Final = 64 << 20
+_BUSY_STEP_MS: Final = 250
 
 
 class Writer:
-    """Batches inserts on its own thread; never blocks an asyncio caller except through :meth:`drain`."""
+    """Batches inserts on its own thread; producers never wait except through the back-pressure calls."""
 
     def __init__(
         self,
@@ -66,37 +98,24 @@ class Writer:
         *,
         where: str = "the database",
         batch_size: int = 1000,
-        max_backlog: int = 20_000,
-        max_backlog_bytes: int = 256 << 20,
+        max_lag: float = MAX_LAG_S,
+        max_backlog_bytes: int = MAX_BACKLOG_BYTES,
     ) -> None:
         self.frames_written = 0
         self.errors: list[str] = []
+        self.failed: str | None = None
+        self.lost = 0  # rows not written because the database failed for good
         self._engine = engine
         self._where = where
         self._batch_size = max(1, batch_size)
-        self._max_rows = max_backlog
-        self._max_bytes = max_backlog_bytes
-        paramstyle = engine.dialect.paramstyle
-        self._frames_sql = _insert_sql(frames, FRAME_COLUMNS, paramstyle)
-        # psycopg's COPY writes frames about twice as fast as its executemany (bench/bench_writer.py).
-        self._frames_copy = (
-            f"COPY {frames.name} ({', '.join(FRAME_COLUMNS)}) FROM STDIN"
-            if engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
-            else None
-        )
-        self._events_sql = _insert_sql(events, EVENT_COLUMNS, paramstyle)
+        self._statements = Statements(engine)
+        self._sqlite = engine.dialect.name == "sqlite"
+        self._correlator = Correlator()
         self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
-        # Producer-side counters (under _count_lock, which only producers take) and
-        # writer-side counters (written by the writer thread alone): backlog = queued - done.
-        self._count_lock = threading.RLock()
-        self._queued_rows = 0
-        self._queued_bytes = 0
-        self._done_rows = 0
-        self._done_bytes = 0
-        self._drainers: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
+        self._backlog = Backlog(max_lag, max_backlog_bytes)
         self._reported: set[str] = set()
+        self._told_lock_wait = False
         self._late_items = 0
-        self._late_index = -1
         self._closed = False
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="mcptape-writer", daemon=True)
@@ -106,10 +125,21 @@ class Writer:
 
     # -- producer side -------------------------------------------------------
 
+    def create_session(self, **fields: Any) -> str:
+        """Queue a new ``running`` session row and return its id (uuid4 hex) at once.
+
+        ``fields`` are ``sessions`` columns (``mode`` is required); ``started_at``, ``status``,
+        ``pid`` (this process) and ``mcptape_version`` get defaults. The row is written
+        before anything queued after this call, so frames of the session may follow at once.
+        """
+        row = new_session_row(fields)
+        self._put((_SESSION, row, 256))
+        return str(row["id"])
+
     def add_frame(self, session_id: str, seq: int, frame: Frame) -> None:
         """Queue a frame (not copied: do not change it afterwards); returns at once."""
-        # The row is built on the writer thread: the relay's loop only pays for the enqueue.
-        self._put((_FRAME, (session_id, seq, frame), len(frame.data)))
+        # The row is built on the writer thread: the producer only pays for the enqueue.
+        self._put((_FRAME, (session_id, seq, frame), len(frame.data)), frame=True)
 
     def add_event(
         self,
@@ -133,28 +163,18 @@ class Writer:
         if values:
             self._put((_UPDATE, (session_id, values), 256))
 
-    def _put(self, item: tuple[int, Any, int]) -> None:
+    def _put(self, item: tuple[int, Any, int], *, frame: bool = False) -> None:
         if self._closed:
-            self._count_late(1)
-            return
-        with self._count_lock:
-            self._queued_rows += 1
-            self._queued_bytes += item[2]
+            raise WriterClosedError(
+                f"queued after the recording writer was closed (tag {item[0]}): close it after the last frame"
+            )
+        self._backlog.queued(item[2], frame=frame)
         self._queue.put(item)
         if self._stopped:  # close() ran between the test above and the put (a signal handler can)
             self._reclaim()
 
-    def _count_late(self, count: int) -> None:
-        self._late_items += count
-        message = f"{self._late_items} item(s) queued after the writer closed were not recorded"
-        if self._late_index < 0:
-            if self._report(message):
-                self._late_index = len(self.errors) - 1
-        elif self._late_index < len(self.errors):  # one line, its count kept up to date
-            self.errors[self._late_index] = message
-
     def _reclaim(self) -> None:
-        """Take back what is still queued once the thread has stopped: count it, release flushes."""
+        """Take back what is still queued once the thread has stopped: report it, release flushes."""
         late = 0
         while True:
             try:
@@ -162,61 +182,103 @@ class Writer:
             except queue.Empty:
                 break
             if item[0] == _FLUSH:
-                item[1].set()
+                item[1]()
             elif item[0] < _FLUSH:
                 late += 1
         if late:
-            self._count_late(late)
+            self._late_items += late
+            self._report(
+                f"{self._late_items} item(s) raced the writer's close and were not recorded",
+                dedupe=False,
+            )
+
+    # -- back-pressure (see mcptape.store.backlog) ----------------------------
 
     @property
     def over_limit(self) -> bool:
-        """True when the backlog is above ``max_backlog`` rows or ``max_backlog_bytes``."""
-        return (
-            self._queued_rows - self._done_rows > self._max_rows
-            or self._queued_bytes - self._done_bytes > self._max_bytes
-        )
+        """True when the oldest item not committed waits more than ``max_lag`` s, or too many bytes wait.
 
-    def _under_half(self) -> bool:
-        return (
-            self._queued_rows - self._done_rows <= self._max_rows // 2
-            and self._queued_bytes - self._done_bytes <= self._max_bytes // 2
-        )
+        Cheap and thread-safe; False once the writer stopped or failed (nothing to wait for).
+        """
+        return self._backlog.over_limit
+
+    @property
+    def backlog(self) -> int:
+        """Frames queued and not yet committed."""
+        return self._backlog.frames
+
+    @property
+    def backlog_bytes(self) -> int:
+        """Bytes queued and not yet committed."""
+        return self._backlog.bytes
+
+    def wait_below_limit(self, timeout: float | None = None) -> bool:
+        """Block (a reader thread, never the loop) until the backlog is under half its limits.
+
+        Returns at once when not over them; False when ``timeout`` passed first.
+        """
+        return self._backlog.wait_below_limit(timeout)
 
     async def drain(self) -> None:
-        """Wait until the backlog is back under half its limits; returns at once when not over them."""
-        if not self.over_limit or self._stopped:
-            return
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
-        self._drainers.append((loop, future))
-        # The writer may have caught up between the test above and the append: look again.
-        if self._under_half() or self._stopped:
-            return
-        await future
+        """Wait on the loop, never blocking it, until the backlog is under half its limits."""
+        await self._backlog.drain()
+
+    # -- flushing and closing --------------------------------------------------
 
     def flush(self, timeout: float | None = None) -> None:
-        """Block until everything queued so far is committed (or given up on, see ``errors``)."""
+        """Block until everything queued so far is committed (or given up on, see ``errors``).
+
+        Raises :class:`StoreError` when ``timeout`` passes first. Not for the event loop:
+        use :meth:`aflush` there.
+        """
         if self._stopped:
             return
         done = threading.Event()
-        self._queue.put((_FLUSH, done))
+        self._queue.put((_FLUSH, done.set))
         if self._stopped:  # the thread ended meanwhile: nobody else will set the event
             self._reclaim()
         if not done.wait(timeout):
-            backlog = self._queued_rows - self._done_rows
             raise StoreError(
-                f"the recording writer did not catch up within {timeout:g} s ({backlog} rows still queued)"
+                f"the recording writer did not catch up within {timeout:g} s ({self.backlog} frames still queued)"
             )
 
-    def close(self) -> None:
-        """Flush, then stop the thread. Idempotent; safe to call from a signal handler."""
-        self._closed = True
-        atexit.unregister(self.close)
+    async def aflush(self, timeout: float | None = None) -> bool:
+        """Wait on the loop (not blocking it) until everything queued so far is committed; False on timeout."""
+        if self._stopped:
+            return True
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+
+        def done() -> None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(resolve, future)
+
+        self._queue.put((_FLUSH, done))
+        if self._stopped:
+            self._reclaim()
+        try:
+            await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Write everything queued, then stop the thread; True when all of it is committed.
+
+        Waits as long as the database needs (another process holding its write lock gets
+        one line on stderr) unless ``timeout`` is given: then returns False when time is
+        up, the rest still being written while the process lives. Idempotent; safe from a
+        signal handler. Anything queued after this call raises :class:`WriterClosedError`.
+        """
+        if not self._closed:
+            self._closed = True
+            atexit.unregister(self.close)
+            if self._thread is not threading.current_thread():
+                self._queue.put((_STOP,))
         if self._thread is threading.current_thread():
-            return
-        if self._thread.is_alive():
-            self._queue.put((_STOP,))
-            self._thread.join()
+            return False
+        self._thread.join(timeout)
+        return not self._thread.is_alive() and self.lost == 0 and self.backlog == 0
 
     # -- writer thread -----------------------------------------------------------
 
@@ -240,7 +302,7 @@ class Writer:
             self._report(f"the recording writer stopped: {type(error).__name__}: {error}")
         finally:
             self._stopped = True
-            self._wake_drainers(force=True)
+            self._backlog.release()
             self._reclaim()
 
     def _take(self, *, block: bool) -> list[tuple[Any, ...]]:
@@ -249,7 +311,7 @@ class Writer:
         except queue.Empty:
             return []
         batch = [first]
-        rows = 0 if batch[0][0] in (_FLUSH, _STOP) else 1
+        rows = 0 if batch[0][0] >= _FLUSH else 1
         get = self._queue.get_nowait
         try:
             while rows < self._batch_size and batch[-1][0] != _STOP:
@@ -263,9 +325,8 @@ class Writer:
 
     def _apply(self, batch: list[tuple[Any, ...]]) -> None:
         ops: list[Op] = []
-        flushers: list[threading.Event] = []
-        nbytes = 0
-        nrows = 0
+        flushers: list[Callable[[], None]] = []
+        nbytes = nrows = nframes = 0
         for item in batch:
             tag = item[0]
             if tag >= _FLUSH:
@@ -275,40 +336,72 @@ class Writer:
             nbytes += item[2]
             nrows += 1
             if tag == _FRAME:
+                nframes += 1
                 try:
-                    row = frame_row(*item[1])
+                    row, pairs = self._frame_row(*item[1])
                 except Exception as error:  # not a Frame at all: a caller's bug, not a reason to stop
                     self._report(f"not recorded: frame {item[1][1]} of session {item[1][0]}: {error!r}")
                     continue
+                append(ops, _FRAME, row)
+                for pair in pairs:
+                    append(ops, _PAIRS, pair)
+                continue
+            if tag == _UPDATE and "ended_at" in item[1][1]:
+                self._correlator.forget(item[1][0])
+            if tag == _UPDATE:
+                ops.append((tag, [item[1]]))
             else:
-                row = item[1]
-            if ops and ops[-1][0] == tag and tag != _UPDATE:
-                ops[-1][1].append(row)
-            else:
-                ops.append((tag, [row]))
+                append(ops, tag, item[1])
         if ops:
-            self._write(ops)
-        self._done_rows += nrows
-        self._done_bytes += nbytes
-        for event in flushers:
-            event.set()
-        self._wake_drainers()
+            if self.failed is None:
+                self._write(ops)
+            else:
+                self.lost += sum(len(rows) for tag, rows in ops if tag != _PAIRS)
+        self._backlog.committed(nrows, nbytes, nframes)
+        for flushed in flushers:
+            flushed()
+
+    def _frame_row(
+        self, session_id: str, seq: int, frame: Frame
+    ) -> tuple[tuple[Any, ...], list[tuple[str, int, int, int, int]]]:
+        kind = frame.kind
+        replaces = frame.meta.get("replaces") if frame.meta else None
+        pairing = self._correlator.see(
+            session_id,
+            seq,
+            frame.direction,
+            kind,
+            frame.method,
+            frame.rpc_id,
+            frame.message if kind == "batch" else None,
+            replaces if isinstance(replaces, int) else None,
+        )
+        row = frame_row(session_id, seq, frame, pairing.method, pairing.request_seq)
+        return row, [(session_id, *pair) for pair in pairing.batch_pairs]
 
     def _write(self, ops: list[Op]) -> None:
         error = self._attempt(ops)
         if error is None:
             self.frames_written += sum(len(rows) for tag, rows in ops if tag == _FRAME)
             return
-        # Salvage: one transaction per row, so one bad row (or a full disk) costs only itself.
+        if self.failed is not None:
+            self.lost += sum(len(rows) for tag, rows in ops if tag != _PAIRS)
+            return
+        # Salvage: one transaction per row, so one bad row costs only itself.
         lost = 0
         for tag, rows in ops:
             for row in rows:
+                if self.failed is not None:
+                    self.lost += tag != _PAIRS
+                    continue
                 single_error = self._attempt([(tag, [row])])
                 if single_error is None:
                     self.frames_written += tag == _FRAME
-                else:
+                elif tag != _PAIRS and self.failed is None:
                     lost += 1
                     self._report(f"not recorded: {describe_error(single_error, self._where)}")
+                elif tag != _PAIRS:
+                    self.lost += 1
         if lost:
             self._report(f"{lost} row(s) of a batch could not be recorded", dedupe=False)
 
@@ -316,54 +409,45 @@ class Writer:
         tries = 0
         while True:
             try:
-                with self._engine.begin() as conn:
-                    for tag, rows in ops:
-                        self._execute(conn, tag, rows)
+                with self._engine.connect() as conn:
+                    if self._sqlite:
+                        # Wait for another process's write lock in short steps, so the wait
+                        # is said on stderr soon instead of after SQLite's 30 s busy timeout.
+                        conn.connection.driver_connection.execute(f"PRAGMA busy_timeout = {_BUSY_STEP_MS}")  # type: ignore[union-attr]
+                    with conn.begin():
+                        for tag, rows in ops:
+                            self._statements.execute(conn, tag, rows)
                 return None
             except Exception as error:  # raw DB-API errors too: the hot path bypasses SQLAlchemy
-                if not _retryable(error):
+                if is_fatal(error):
+                    self._fail(error)
+                    return error
+                if not is_retryable(error):
                     return error
                 tries += 1
-                if self._closed and tries > _GIVE_UP_WHEN_CLOSING:
-                    return error
-                self._report(f"{describe_error(error, self._where)} (still retrying: nothing is dropped)")
+                if is_lock_wait(error):
+                    self._tell_lock_wait()
+                else:
+                    self._report(f"{describe_error(error, self._where)} (still retrying: nothing is dropped)")
                 time.sleep(min(1.0, 0.05 * 2**tries))
 
-    def _execute(self, conn: sa.Connection, tag: int, rows: list[Any]) -> None:
-        if tag == _FRAME:
-            if self._frames_copy is not None or self._frames_sql is not None:
-                # Straight to the driver: SQLAlchemy's executemany bookkeeping costs ~10% here.
-                cursor: Any = conn.connection.cursor()
-                try:
-                    if self._frames_copy is not None:
-                        with cursor.copy(self._frames_copy) as copy:
-                            for row in rows:
-                                copy.write_row(row)
-                    else:
-                        cursor.executemany(self._frames_sql, rows)
-                finally:
-                    cursor.close()
-            else:
-                conn.execute(frames.insert(), [dict(zip(FRAME_COLUMNS, row, strict=True)) for row in rows])
-        elif tag == _EVENT:
-            if self._events_sql is not None:
-                conn.exec_driver_sql(self._events_sql, rows)
-            else:
-                conn.execute(events.insert(), [dict(zip(EVENT_COLUMNS, row, strict=True)) for row in rows])
-        else:
-            for session_id, values in rows:
-                conn.execute(sessions.update().where(sessions.c.id == session_id).values(**values))
+    def _fail(self, error: BaseException) -> None:
+        if self.failed is None:
+            self.failed = describe_error(error, self._where)
+            self._backlog.release()
+            self._report(f"{self.failed}; frames from here on are not recorded")
 
-    def _wake_drainers(self, *, force: bool = False) -> None:
-        if not self._drainers or not (force or self._under_half()):
+    def _tell_lock_wait(self) -> None:
+        if self._told_lock_wait:
             return
-        while self._drainers:
-            try:
-                loop, future = self._drainers.popleft()
-            except IndexError:
-                return
-            with contextlib.suppress(RuntimeError):  # that loop is closed: nobody waits any more
-                loop.call_soon_threadsafe(_resolve, future)
+        self._told_lock_wait = True
+        with contextlib.suppress(OSError, ValueError):
+            print(
+                "mcptape: waiting for the database lock held by another process "
+                f"({self.backlog} frames not yet written)…",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def _report(self, message: str, *, dedupe: bool = True) -> bool:
         """Tell stderr and ``errors`` (once per distinct message); True when added to ``errors``."""
@@ -377,27 +461,3 @@ class Writer:
         with contextlib.suppress(OSError, ValueError):  # stderr closed: errors still holds it
             print(f"mcptape: recording error: {message}", file=sys.stderr, flush=True)
         return added
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
-
-
-def _retryable(error: BaseException) -> bool:
-    """Whether waiting and trying again can help: a busy database, a server away for a while."""
-    if isinstance(error, sa.exc.DBAPIError) and error.connection_invalidated:
-        return True
-    orig = getattr(error, "orig", None) or error
-    detail = str(orig).lower()
-    if "database is locked" in detail or "database is busy" in detail:
-        return True
-    sqlstate = getattr(orig, "sqlstate", None)
-    if sqlstate is None:
-        # psycopg gives no SQLSTATE when it cannot reach the server or the connection broke
-        # (a restart, a failover): the writer waits for the server instead of dropping rows.
-        psycopg = sys.modules.get("psycopg")
-        return psycopg is not None and isinstance(orig, psycopg.OperationalError)
-    # PostgreSQL: connection exceptions (class 08), serialization failure, deadlock, lock
-    # not available, and the server shutting down, restarting or still starting.
-    return sqlstate.startswith("08") or sqlstate in {"40001", "40P01", "55P03", "57P01", "57P02", "57P03"}

@@ -4,9 +4,10 @@ Revision ID: 0001
 Revises:
 Create Date: 2026-05-10
 
-The tables are spelled out here rather than taken from mcptape/store/schema.py so
-this revision stays what it was when released; tests/test_store_engine.py checks
-that the database at head matches schema.py.
+The tables are spelled out here rather than taken from mcptape/store/schema.py, and
+the views come from the frozen mcptape/migrations/frozen/views_0001.py, so this
+revision stays what it was when released; tests/test_store_engine.py checks that the
+database at head matches schema.py.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-from mcptape.store.views import VIEWS_V1, create_statements, drop_statements
+from mcptape.migrations.frozen import views_0001
 
 # 64-bit ids on PostgreSQL (SERIAL stops at 2**31 frames); on SQLite an INTEGER
 # PRIMARY KEY is the 64-bit rowid already, and BIGINT would stop it being one.
@@ -81,12 +82,12 @@ def upgrade() -> None:
         sa.Column("data", sa.Text),
     )
     op.create_index("ix_events_session", "events", ["session_id", "id"])
-    for statement in create_statements(VIEWS_V1, op.get_context().dialect.name):
+    for statement in views_0001.create_statements(op.get_context().dialect.name):
         op.execute(sa.text(statement))
 
 
 def downgrade() -> None:
-    for statement in drop_statements(VIEWS_V1, op.get_context().dialect.name):
+    for statement in views_0001.drop_statements(op.get_context().dialect.name):
         op.execute(sa.text(statement))
     op.drop_table("events")
     op.drop_table("frames")

@@ -1,0 +1,82 @@
+"""The writer's operations on the database: what each kind of queued item becomes in SQL.
+
+Items are tagged (:data:`_SESSION`, :data:`_FRAME`, ...); consecutive items of one kind
+are applied together as one :data:`Op`, frames with one driver-level ``executemany``
+(a ``COPY`` on PostgreSQL with psycopg). No threads here: the writer thread calls
+:meth:`Statements.execute` inside its transactions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import sqlalchemy as sa
+
+from mcptape.store.rows import EVENT_COLUMNS, FRAME_COLUMNS, insert_sql
+from mcptape.store.schema import batch_replies, events, frames, sessions
+
+# Queue item tags; below _FLUSH they are rows.
+_SESSION: Final = 0
+_FRAME: Final = 1
+_EVENT: Final = 2
+_UPDATE: Final = 3
+_PAIRS: Final = 4  # built on the writer thread only
+_FLUSH: Final = 5
+_STOP: Final = 6
+
+Op = tuple[int, list[Any]]  # (tag, rows): consecutive items of one kind, applied together
+
+
+def append(ops: list[Op], tag: int, row: Any) -> None:
+    """Add ``row`` to the last op when it is of the same kind, else start a new op."""
+    if ops and ops[-1][0] == tag:
+        ops[-1][1].append(row)
+    else:
+        ops.append((tag, [row]))
+
+
+class Statements:
+    """The SQL of each operation for one engine, spelled once."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        paramstyle = engine.dialect.paramstyle
+        self._frames_sql = insert_sql(frames, FRAME_COLUMNS, paramstyle)
+        # psycopg's COPY writes frames about twice as fast as its executemany (bench/bench_writer.py).
+        self._frames_copy = (
+            f"COPY {frames.name} ({', '.join(FRAME_COLUMNS)}) FROM STDIN"
+            if engine.dialect.name == "postgresql" and engine.dialect.driver == "psycopg"
+            else None
+        )
+        self._events_sql = insert_sql(events, EVENT_COLUMNS, paramstyle)
+        self._pair_columns = [column.name for column in batch_replies.columns]
+
+    def execute(self, conn: sa.Connection, tag: int, rows: list[Any]) -> None:
+        """Apply one operation: ``rows`` of the kind ``tag``, inside ``conn``'s transaction."""
+        if tag == _FRAME:
+            if self._frames_copy is not None or self._frames_sql is not None:
+                # Straight to the driver: SQLAlchemy's executemany bookkeeping costs ~10% here.
+                cursor: Any = conn.connection.cursor()
+                try:
+                    if self._frames_copy is not None:
+                        with cursor.copy(self._frames_copy) as copy:
+                            for row in rows:
+                                copy.write_row(row)
+                    else:
+                        cursor.executemany(self._frames_sql, rows)
+                finally:
+                    cursor.close()
+            else:
+                conn.execute(frames.insert(), [dict(zip(FRAME_COLUMNS, row, strict=True)) for row in rows])
+        elif tag == _EVENT:
+            if self._events_sql is not None:
+                conn.exec_driver_sql(self._events_sql, rows)
+            else:
+                conn.execute(events.insert(), [dict(zip(EVENT_COLUMNS, row, strict=True)) for row in rows])
+        elif tag == _SESSION:
+            conn.execute(sessions.insert(), rows)
+        elif tag == _PAIRS:
+            columns = self._pair_columns
+            conn.execute(batch_replies.insert(), [dict(zip(columns, row, strict=True)) for row in rows])
+        else:
+            for session_id, values in rows:
+                conn.execute(sessions.update().where(sessions.c.id == session_id).values(**values))
