@@ -181,6 +181,16 @@ def test_sessions_expire_when_idle_and_then_404(tmp_path: Path) -> None:
             if status == 404:
                 break
         assert status == 404
+        # The upstream is shut down after the session id is gone; let that finish before stopping.
+        while time.monotonic() < deadline:
+            con = sqlite3.connect(tmp_path / "g.db")
+            try:
+                ended = con.execute("select count(*) from sessions where ended_at is not null").fetchone()[0]
+            finally:
+                con.close()
+            if ended:
+                break
+            time.sleep(0.2)
     finally:
         g.stop()
     con = sqlite3.connect(tmp_path / "g.db")

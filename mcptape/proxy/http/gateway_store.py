@@ -2,8 +2,8 @@
 
 The store opens on a thread while the listener starts; each session's
 :class:`~mcptape.proxy.recorder.Recorder` holds its frames until its row exists, then
-is attached to the shared writer (rows are created on the gateway's store thread, so
-the event loop never waits on the database).
+is attached to the shared writer, which queues the row before the session's frames
+(the event loop never waits on the database).
 """
 
 from __future__ import annotations
