@@ -9,7 +9,12 @@ directly against the server's /mcp endpoint and through the gateway (recording o
 an HTTP upstream entry), and prints the ratios. These machines are noisy: compare the
 ratios, not absolute times.
 
+With ``--bridges``, also the stdio-to-HTTP job: server-everything over stdio served as
+streamable HTTP by mcptape's gateway and, when given, by the npm ``mcp-proxy`` and the
+PyPI ``mcp-proxy`` bridges (paths to their executables), as ratios to mcptape.
+
     .venv/bin/python bench/bench_gateway.py [--calls 300] [--sessions 8] [--rounds 3]
+        [--bridges] [--npm-mcp-proxy PATH] [--pypi-mcp-proxy PATH]
 """
 
 from __future__ import annotations
@@ -163,6 +168,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--sessions", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--bridges", action="store_true", help="also the stdio-to-HTTP comparison")
+    parser.add_argument("--npm-mcp-proxy", metavar="PATH", help="the npm mcp-proxy executable")
+    parser.add_argument("--pypi-mcp-proxy", metavar="PATH", help="the PyPI mcp-proxy executable")
     args = parser.parse_args()
     node = shutil.which("node")
     if node is None or not ENTRY.exists():
@@ -226,6 +234,96 @@ def main() -> None:
         f"{f'calls/s, {args.sessions} sessions':28}{direct[2]:12.0f}{through[2]:12.0f}{through[2] / direct[2]:9.2f}x"
     )
     print("targets: round-trip <= 1.2x direct; calls/s with eight sessions >= 0.8x direct")
+    if args.bridges:
+        bridges(node, args)
+
+
+def serve(
+    argv: list[str], port: int, url: str, calls: int, sessions: int, rounds: int
+) -> tuple[float, float, float]:
+    """Start a stdio-to-HTTP bridge, measure it (medians of `rounds` after a warm-up), stop it."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port)
+        asyncio.run(measure(url, calls, sessions))
+        runs = [asyncio.run(measure(url, calls, sessions)) for _ in range(rounds)]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return tuple(statistics.median(r[i] for r in runs) for i in range(3))  # type: ignore[return-value]
+
+
+def bridges(node: str, args: argparse.Namespace) -> None:
+    stdio = [node, str(ENTRY), "stdio"]
+    tmp = Path(tempfile.mkdtemp())
+    config = tmp / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {"everything": {"command": stdio[0], "args": stdio[1:]}}}))
+    results: dict[str, tuple[float, float, float]] = {}
+    port = free_port()
+    results["mcptape proxy"] = serve(
+        [
+            sys.executable,
+            "-m",
+            "mcptape",
+            "proxy",
+            "--no-auth",
+            "--config",
+            str(config),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--db",
+            str(tmp / "bench.db"),
+        ],
+        port,
+        f"http://127.0.0.1:{port}/servers/everything/mcp",
+        args.calls,
+        args.sessions,
+        args.rounds,
+    )
+    if args.npm_mcp_proxy:
+        port = free_port()
+        results["npm mcp-proxy"] = serve(
+            [
+                args.npm_mcp_proxy,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--server",
+                "stream",
+                "--",
+                *stdio,
+            ],
+            port,
+            f"http://127.0.0.1:{port}/mcp",
+            args.calls,
+            args.sessions,
+            args.rounds,
+        )
+    if args.pypi_mcp_proxy:
+        port = free_port()
+        results["PyPI mcp-proxy"] = serve(
+            [args.pypi_mcp_proxy, "--host", "127.0.0.1", "--port", str(port), "--", *stdio],
+            port,
+            f"http://127.0.0.1:{port}/mcp",
+            args.calls,
+            args.sessions,
+            args.rounds,
+        )
+    ours = results["mcptape proxy"]
+    print()
+    print(
+        f"stdio -> HTTP{'':15}{'round-trip ms':>14}{'calls/s 1':>11}{f'calls/s {args.sessions}':>11}   ratio to mcptape"
+    )
+    for name, (rt, one, many) in results.items():
+        print(
+            f"{name:28}{rt:14.3f}{one:11.0f}{many:11.0f}   {rt / ours[0]:.2f}x rt, {many / ours[2]:.2f}x calls/s"
+        )
+    print("target: mcptape ahead of both bridges on round-trip and on calls/s")
 
 
 if __name__ == "__main__":
