@@ -57,7 +57,13 @@ INIT = {
         "clientInfo": {"name": "bench", "version": "1"},
     },
 }
-ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+ACCEPT = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    # The gateway never forwards Accept-Encoding (it parses a copy of every stream); ask
+    # the direct server for the same identity encoding, or compression skews the baseline.
+    "Accept-Encoding": "identity",
+}
 
 
 def free_port() -> int:
