@@ -38,6 +38,16 @@ MAX_JSON_COPY = 64 << 20
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
+class _HeadersWithFirstChunk(web.StreamResponse):
+    """A response whose headers leave with its first body chunk: one write less per answer.
+
+    Only for POST answers: the upstream itself sent its headers with its first event.
+    A GET stream keeps sending headers at once (a client waits for them before any event).
+    """
+
+    _send_headers_immediately = False
+
+
 @dataclass(eq=False)
 class PassSession:
     recorder: Recorder
@@ -146,7 +156,8 @@ class PassThrough:
                 if new != v:
                     out_headers[i] = (k, new)
                     edited.append(("www-authenticate", v, new))
-        response = web.StreamResponse(status=upstream.status, reason=upstream.reason, headers=out_headers)
+        kind = _HeadersWithFirstChunk if request.method == "POST" else web.StreamResponse
+        response = kind(status=upstream.status, reason=upstream.reason, headers=out_headers)
         for _, old, new in edited:
             session.recorder.event(
                 session.context, "proxy_edit", "WWW-Authenticate resource_metadata", {"from": old, "to": new}
