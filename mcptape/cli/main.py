@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "replay": "mcptape.cli.replay:replay",
     "serve": "mcptape.cli.serve:serve",
     "diff": "mcptape.cli.diff:diff",
+    "servers": "mcptape.cli.servers:servers",
+    "proxy": "mcptape.cli.proxy:proxy",
     "wrap": "mcptape.cli.wrap:wrap",
     "unwrap": "mcptape.cli.wrap:unwrap",
     "demo": "mcptape.cli.demo:demo",

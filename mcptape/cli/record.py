@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from typing import Any
 
 import click
 
@@ -50,6 +51,26 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
     "forwarding unrecorded and say so on stderr (forward; what `mcptape wrap` writes, so a "
     "desktop client keeps its server).",
 )
+@click.option(
+    "--url",
+    metavar="URL",
+    help="Record a remote MCP server at URL instead of COMMAND (streamable HTTP or legacy SSE).",
+)
+@click.option(
+    "--transport",
+    type=click.Choice(["http", "sse", "auto"]),
+    default=None,
+    help="How to reach --url: streamable HTTP, legacy HTTP+SSE, or auto (try streamable HTTP, "
+    "fall back to SSE as the specification describes). Default: auto, or the registry entry's type.",
+)
+@click.option(
+    "--header",
+    "header_flags",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="An HTTP header sent to --url (repeatable; ${ENV} in the value is expanded). "
+    "Credentials are redacted in the recording.",
+)
 @rule_options
 @declare_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
@@ -66,6 +87,9 @@ def record(
     roots: tuple[str, ...],
     inject: str | None,
     declare_capabilities: bool,
+    url: str | None,
+    transport: str | None,
+    header_flags: tuple[str, ...],
     command: tuple[str, ...],
 ) -> None:
     """Run an MCP server over stdio and record every frame between it and the client.
@@ -89,6 +113,7 @@ def record(
       mcptape record --upstream debug-script
       mcptape record --db team.db --upstream github --config claude_desktop_config.json
       mcptape record --handle-sampling auto --handle-elicitation decline -- python server.py
+      mcptape record --url http://127.0.0.1:3001/mcp --header 'Authorization: Bearer ${TOKEN}'
 
     \b
     In a desktop client's config (claude_desktop_config.json), the entry
@@ -103,10 +128,30 @@ def record(
         raise UserError(
             "--declare-capabilities needs rules to declare: --handle-sampling, --handle-elicitation, --roots or --inject"
         )
-    argv, env, cwd, description = _upstream_command(command, upstream, config_path)
     import asyncio
 
     from mcptape.proxy.session import RecordPlan, run_record
+
+    remote = _remote_upstream(url, transport, header_flags, command, upstream, config_path)
+    if remote is not None:
+        plan = RecordPlan(
+            argv=[],
+            env=None,
+            cwd=None,
+            description=remote[0],
+            name=name or upstream,
+            db=db,
+            grace=grace,
+            on_store_error=on_store_error,
+            upstream_link=remote[1],
+            transport=remote[2],
+            rules=rules,
+            declare_capabilities=declare_capabilities,
+        )
+        sys.exit(asyncio.run(run_record(plan)))
+    if transport is not None or header_flags:
+        raise UserError("--transport and --header apply to a remote server: give --url URL")
+    argv, env, cwd, description = _upstream_command(command, upstream, config_path)
 
     plan = RecordPlan(
         argv=argv,
@@ -122,6 +167,60 @@ def record(
         declare_capabilities=declare_capabilities,
     )
     sys.exit(asyncio.run(run_record(plan)))
+
+
+def _remote_upstream(
+    url: str | None,
+    transport: str | None,
+    header_flags: tuple[str, ...],
+    command: tuple[str, ...],
+    upstream: str | None,
+    config_path: str | None,
+) -> tuple[str, Any, str] | None:
+    """(description, link factory, session transport) for a remote upstream; None for a command."""
+    from mcptape.proxy.http.headers import HeaderError, expand_env, expand_headers, parse_header_flag
+
+    if url is not None and (command or upstream):
+        raise UserError("give one server: --url URL, --upstream NAME or a command after --")
+    headers: dict[str, str] = {}
+    if url is None:
+        if not upstream:
+            return None
+        from mcptape.config import ConfigError, resolve_upstream
+
+        try:
+            spec = resolve_upstream(upstream, config_path)
+        except ConfigError as exc:
+            raise UserError(str(exc)) from exc
+        if spec.transport == "stdio" or spec.url is None:
+            return None
+        url, transport = spec.url, transport or spec.transport
+        try:
+            headers = expand_headers(spec.headers)
+        except HeaderError as exc:
+            raise UserError(f"upstream {upstream!r}: {exc}") from exc
+    if not url.startswith(("http://", "https://")):
+        raise UserError(f"--url {url!r} is not an http:// or https:// URL")
+    try:
+        for flag in header_flags:
+            key, value = parse_header_flag(flag)
+            headers[key] = expand_env(value)
+    except HeaderError as exc:
+        raise UserError(str(exc)) from exc
+    chosen = transport or "auto"
+
+    def factory() -> Any:
+        from mcptape.proxy.http.upstream import remote_link
+
+        return remote_link(url, chosen, headers)
+
+    return _redacted_url(url), factory, f"stdio->{chosen}"
+
+
+def _redacted_url(url: str) -> str:
+    from mcptape.redact import redact_url
+
+    return redact_url(url)
 
 
 def _upstream_command(

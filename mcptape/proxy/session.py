@@ -11,11 +11,12 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
-from mcptape.proxy.link import LinkClosed
+from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.process import ProcessLink, SpawnError, shell_status
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.recording import BackgroundStore, SessionRow
@@ -43,6 +44,9 @@ class RecordPlan:
     on_store_error: str = "fail"
     rules: Rules | None = None  # injection rules: mcptape answers server requests they match
     declare_capabilities: bool = False
+    # A remote upstream (``record --url``): makes the server-facing link instead of spawning argv.
+    upstream_link: Callable[[], Link] | None = None
+    transport: str = "stdio->stdio"
 
 
 def _say(message: str) -> None:
@@ -63,7 +67,8 @@ async def run_record(plan: RecordPlan) -> int:
     """Run one recorded stdio session; returns mcptape's exit status."""
     safe_argv, description = _redacted(plan.argv, plan.description)
     recorder = Recorder()
-    session = SessionContext(None, "record", "stdio->stdio", description, plan.name)
+    transport = plan.transport
+    session = SessionContext(None, "record", transport, description, plan.name)
     injector = None
     if plan.rules:
         from mcptape.proxy.injector import Injector
@@ -72,12 +77,18 @@ async def run_record(plan: RecordPlan) -> int:
     # The injector decides in its frame hook (the recorder has none) and starts retries in
     # frame_done, after the recorder's, so a retry is recorded after the result it answers.
     addons = AddonManager([recorder, injector] if injector is not None else [recorder])
-    row = SessionRow("record", plan.name, "stdio->stdio", description)
+    row = SessionRow("record", plan.name, transport, description)
     try:
         client = open_stdio_link()
     except LinkClosed as exc:
         _say(f"error: {exc}")
         return 2
+    server: Link
+    if plan.upstream_link is not None:
+        server = plan.upstream_link()
+        store = BackgroundStore(plan.db, row, recorder).start()
+        recorder.event(session, "upstream_connect", description, {"transport": plan.transport})
+        return await _relay_and_finish(plan, client, server, addons, session, store, description)
     try:
         server = ProcessLink.spawn(plan.argv, env=plan.env, cwd=plan.cwd, echo_stderr=plan.echo_stderr)
     except SpawnError as exc:
@@ -92,14 +103,28 @@ async def run_record(plan: RecordPlan) -> int:
     recorder.event(
         session, "process_start", description, {"pid": server.pid, "argv": safe_argv, "cwd": plan.cwd}
     )
+    return await _relay_and_finish(plan, client, server, addons, session, store, description)
+
+
+async def _relay_and_finish(
+    plan: RecordPlan,
+    client: Link,
+    server: Link,
+    addons: AddonManager,
+    session: SessionContext,
+    store: BackgroundStore,
+    description: str,
+) -> int:
     if _isatty(0):
         _say(
             f"recording {description} into {store.where()}. This speaks MCP (JSON-RPC) on stdin/stdout "
             "and is meant to be started by an MCP client (see `mcptape wrap`); Ctrl-C stops it."
         )
     relay = Relay(client, server, addons, session, grace=plan.grace)
-    if injector is not None:
-        injector.use_relay(relay)
+    for addon in addons.addons:  # addons that send requests of their own (the injector's retries)
+        use_relay = getattr(addon, "use_relay", None)
+        if use_relay is not None:
+            use_relay(relay)
     loop = asyncio.get_running_loop()
     stopped_by: list[int] = []
     for signum in SIGNALS:

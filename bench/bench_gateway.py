@@ -1,0 +1,336 @@
+"""Gateway benchmark: server-everything over streamable HTTP, reached directly vs through `mcptape proxy`.
+
+One run measures, with the same raw aiohttp client (no SDK on the hot path):
+
+- the median round-trip of sequential `tools/call echo` requests on one session;
+- calls/s with one session and with eight concurrent sessions;
+
+directly against the server's /mcp endpoint and through the gateway (recording on,
+an HTTP upstream entry), and prints the ratios. These machines are noisy: compare the
+ratios, not absolute times.
+
+With ``--bridges``, also the stdio-to-HTTP job: server-everything over stdio served as
+streamable HTTP by mcptape's gateway and, when given, by the npm ``mcp-proxy`` and the
+PyPI ``mcp-proxy`` bridges (paths to their executables), as ratios to mcptape.
+
+    .venv/bin/python bench/bench_gateway.py [--calls 300] [--sessions 8] [--rounds 3]
+        [--bridges] [--npm-mcp-proxy PATH] [--pypi-mcp-proxy PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+ENTRY = (
+    ROOT
+    / "tests"
+    / "npm"
+    / "node_modules"
+    / "@modelcontextprotocol"
+    / "server-everything"
+    / "dist"
+    / "index.js"
+)
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "1"},
+    },
+}
+ACCEPT = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    # The gateway never forwards Accept-Encoding (it parses a copy of every stream); ask
+    # the direct server for the same identity encoding, or compression skews the baseline.
+    "Accept-Encoding": "identity",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing listens on {port}")
+
+
+DRAINS: set[asyncio.Task[None]] = set()
+
+
+async def read_answer(response: aiohttp.ClientResponse, rid: int) -> None:
+    """Return as soon as the answer arrives (as an SDK client does); drain the rest meanwhile,
+    so the connection goes back to the pool instead of being cut and reopened."""
+    needle = f'"id":{rid}'.encode()
+    if not response.headers.get("Content-Type", "").startswith("text/event-stream"):
+        body = await response.read()
+        if needle not in body:
+            raise SystemExit(f"no answer to request {rid}: HTTP {response.status} {body[:200]!r}")
+        return
+    async for line in response.content:
+        if line.startswith(b"data:") and needle in line:
+            break
+    else:
+        raise SystemExit(f"the stream ended without an answer to request {rid}")
+    task = asyncio.ensure_future(drain(response))
+    DRAINS.add(task)
+    task.add_done_callback(DRAINS.discard)
+
+
+async def drain(response: aiohttp.ClientResponse) -> None:
+    with contextlib.suppress(aiohttp.ClientError):
+        await response.read()
+
+
+class Session:
+    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
+        self.http, self.url, self.headers = http, url, dict(ACCEPT)
+        self.next_id = 1
+
+    async def open(self) -> None:
+        async with self.http.post(self.url, json=INIT, headers=self.headers) as r:
+            self.headers["Mcp-Session-Id"] = r.headers["Mcp-Session-Id"]
+            self.headers["MCP-Protocol-Version"] = "2025-06-18"
+            await read_answer(r, 0)
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        async with self.http.post(self.url, json=note, headers=self.headers) as r:
+            await r.read()
+
+    async def call(self) -> None:
+        rid, self.next_id = self.next_id, self.next_id + 1
+        body = {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": "x" * 64}},
+        }
+        r = await self.http.post(self.url, data=json.dumps(body).encode(), headers=self.headers)
+        await read_answer(r, rid)
+
+    async def close(self) -> None:
+        async with self.http.delete(self.url, headers=self.headers) as r:
+            await r.read()
+
+
+async def measure(url: str, calls: int, sessions: int) -> tuple[float, float, float]:
+    """(median round-trip ms on one session, calls/s on one session, calls/s over `sessions` sessions)."""
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+        one = Session(http, url)
+        await one.open()
+        for _ in range(20):
+            await one.call()  # warm up
+        times = []
+        t_all = time.perf_counter()
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            await one.call()
+            times.append(time.perf_counter() - t0)
+        single_rate = calls / (time.perf_counter() - t_all)
+        await one.close()
+        many = [Session(http, url) for _ in range(sessions)]
+        await asyncio.gather(*(s.open() for s in many))
+
+        async def run(s: Session) -> None:
+            for _ in range(calls):
+                await s.call()
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(run(s) for s in many))
+        multi_rate = sessions * calls / (time.perf_counter() - t0)
+        await asyncio.gather(*(s.close() for s in many))
+    return statistics.median(times) * 1000, single_rate, multi_rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--sessions", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--bridges", action="store_true", help="also the stdio-to-HTTP comparison")
+    parser.add_argument("--npm-mcp-proxy", metavar="PATH", help="the npm mcp-proxy executable")
+    parser.add_argument("--pypi-mcp-proxy", metavar="PATH", help="the PyPI mcp-proxy executable")
+    args = parser.parse_args()
+    node = shutil.which("node")
+    if node is None or not ENTRY.exists():
+        raise SystemExit("needs node and tests/npm installed (cd tests/npm && npm ci)")
+    port = free_port()
+    server = subprocess.Popen(
+        [node, str(ENTRY), "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    tmp = Path(tempfile.mkdtemp())
+    gateway = None
+    try:
+        wait_port(port)
+        direct_url = f"http://127.0.0.1:{port}/mcp"
+        config = tmp / "servers.json"
+        config.write_text(json.dumps({"mcpServers": {"everything": {"url": direct_url, "type": "http"}}}))
+        gw_port = free_port()
+        gateway = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mcptape",
+                "proxy",
+                "--no-auth",
+                "--config",
+                str(config),
+                "--listen",
+                f"127.0.0.1:{gw_port}",
+                "--db",
+                str(tmp / "bench.db"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        wait_port(gw_port)
+        through_url = f"http://127.0.0.1:{gw_port}/servers/everything/mcp"
+        # Node's JIT warms up over the first thousands of calls, and neighbours load the
+        # machine: warm up on both paths, then alternate and keep each figure's median.
+        asyncio.run(measure(direct_url, args.calls, args.sessions))
+        asyncio.run(measure(through_url, args.calls, args.sessions))
+        runs: dict[str, list[tuple[float, float, float]]] = {"direct": [], "through": []}
+        for _ in range(args.rounds):
+            runs["direct"].append(asyncio.run(measure(direct_url, args.calls, args.sessions)))
+            runs["through"].append(asyncio.run(measure(through_url, args.calls, args.sessions)))
+        direct, through = (
+            tuple(statistics.median(r[i] for r in runs[side]) for i in range(3))
+            for side in ("direct", "through")
+        )
+    finally:
+        if gateway is not None:
+            gateway.send_signal(signal.SIGTERM)
+            gateway.wait(30)
+        server.terminate()
+        server.wait(10)
+    print(f"{'':28}{'direct':>12}{'gateway':>12}{'ratio':>9}")
+    print(f"{'round-trip median (ms)':28}{direct[0]:12.3f}{through[0]:12.3f}{through[0] / direct[0]:9.2f}x")
+    print(f"{'calls/s, 1 session':28}{direct[1]:12.0f}{through[1]:12.0f}{through[1] / direct[1]:9.2f}x")
+    print(
+        f"{f'calls/s, {args.sessions} sessions':28}{direct[2]:12.0f}{through[2]:12.0f}{through[2] / direct[2]:9.2f}x"
+    )
+    print("targets: round-trip <= 1.2x direct; calls/s with eight sessions >= 0.8x direct")
+    if args.bridges:
+        bridges(node, args)
+
+
+def serve(
+    argv: list[str], port: int, url: str, calls: int, sessions: int, rounds: int
+) -> tuple[float, float, float]:
+    """Start a stdio-to-HTTP bridge, measure it (medians of `rounds` after a warm-up), stop it."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port)
+        asyncio.run(measure(url, calls, sessions))
+        runs = [asyncio.run(measure(url, calls, sessions)) for _ in range(rounds)]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return tuple(statistics.median(r[i] for r in runs) for i in range(3))  # type: ignore[return-value]
+
+
+def bridges(node: str, args: argparse.Namespace) -> None:
+    stdio = [node, str(ENTRY), "stdio"]
+    tmp = Path(tempfile.mkdtemp())
+    config = tmp / "servers.json"
+    config.write_text(json.dumps({"mcpServers": {"everything": {"command": stdio[0], "args": stdio[1:]}}}))
+    results: dict[str, tuple[float, float, float]] = {}
+    port = free_port()
+    results["mcptape proxy"] = serve(
+        [
+            sys.executable,
+            "-m",
+            "mcptape",
+            "proxy",
+            "--no-auth",
+            "--config",
+            str(config),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--db",
+            str(tmp / "bench.db"),
+        ],
+        port,
+        f"http://127.0.0.1:{port}/servers/everything/mcp",
+        args.calls,
+        args.sessions,
+        args.rounds,
+    )
+    if args.npm_mcp_proxy:
+        port = free_port()
+        results["npm mcp-proxy"] = serve(
+            [
+                args.npm_mcp_proxy,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--server",
+                "stream",
+                "--",
+                *stdio,
+            ],
+            port,
+            f"http://127.0.0.1:{port}/mcp",
+            args.calls,
+            args.sessions,
+            args.rounds,
+        )
+    if args.pypi_mcp_proxy:
+        port = free_port()
+        results["PyPI mcp-proxy"] = serve(
+            [args.pypi_mcp_proxy, "--host", "127.0.0.1", "--port", str(port), "--", *stdio],
+            port,
+            f"http://127.0.0.1:{port}/mcp",
+            args.calls,
+            args.sessions,
+            args.rounds,
+        )
+    ours = results["mcptape proxy"]
+    print()
+    print(
+        f"stdio -> HTTP{'':15}{'round-trip ms':>14}{'calls/s 1':>11}{f'calls/s {args.sessions}':>11}   ratio to mcptape"
+    )
+    for name, (rt, one, many) in results.items():
+        print(
+            f"{name:28}{rt:14.3f}{one:11.0f}{many:11.0f}   {rt / ours[0]:.2f}x rt, {many / ours[2]:.2f}x calls/s"
+        )
+    print("target: mcptape ahead of both bridges on round-trip and on calls/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,184 @@
+"""`mcptape proxy`: a gateway serving every registered upstream over streamable HTTP and legacy SSE."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from mcptape.cli.common import UserError, db_option
+
+
+@click.command()
+@click.option(
+    "--config",
+    "config_path",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="An mcpServers config file; its entries (and the built-ins) are served.",
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1:8808",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Address to listen on (port 0: any free port). Only loopback unless --allow-remote.",
+)
+@db_option
+@click.option(
+    "--token-file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Where the generated token is written, readable by you alone "
+    "(default: proxy-token in mcptape's data directory).",
+)
+@click.option("--no-auth", is_flag=True, help="Serve without a token (refused unless listening on loopback).")
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow --listen on an address other than loopback (anyone who can reach it and has the token "
+    "can start your registered servers).",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A further Host name requests may carry (repeatable); others get 403.",
+)
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A browser Origin allowed besides this gateway's own (repeatable); others get 403.",
+)
+@click.option(
+    "--redact",
+    "redact_names",
+    multiple=True,
+    metavar="HEADER",
+    help="A further header whose value is redacted in recordings (repeatable).",
+)
+@click.option(
+    "--idle-timeout",
+    default=600.0,
+    show_default=True,
+    type=click.FloatRange(min=0.05),
+    metavar="SECONDS",
+    help="End a session no request or stream used for this long (clients often never DELETE).",
+)
+@click.option(
+    "--grace",
+    default=2.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="On shutdown, how long each stdio upstream gets after its stdin closes, then after SIGTERM.",
+)
+def proxy(
+    config_path: str | None,
+    listen: str,
+    db: str | None,
+    token_file: str | None,
+    no_auth: bool,
+    allow_remote: bool,
+    allow_hosts: tuple[str, ...],
+    allow_origins: tuple[str, ...],
+    redact_names: tuple[str, ...],
+    idle_timeout: float,
+    grace: float,
+) -> None:
+    """Serve every registered MCP server over HTTP, recording every session.
+
+    Each upstream NAME (see `mcptape servers`) is served at /servers/NAME/mcp
+    (streamable HTTP) and /servers/NAME/sse (legacy HTTP+SSE), whatever transport it
+    speaks itself; a stdio server is started once per client session. GET /health
+    answers {"status":"ok"}.
+
+    \b
+    Security: requests need the gateway's token, as `Authorization: Bearer TOKEN`
+    (not forwarded) or `X-Mcptape-Token: TOKEN` (then the client's own Authorization
+    reaches the upstream). The token is $MCPTAPE_PROXY_TOKEN, else a new one printed
+    once and written to --token-file. Host and Origin are checked against DNS
+    rebinding (403). Only registry entries can be started. Ctrl-C or SIGTERM closes
+    every session, stops every upstream and flushes the recording.
+
+    \b
+    Examples:
+      mcptape proxy --config claude_desktop_config.json
+      mcptape proxy --listen 127.0.0.1:0 --no-auth
+    """
+    host, port = _parse_listen(listen)
+    from mcptape.proxy.http.security import TOKEN_ENV, is_loopback, new_token
+
+    if not is_loopback(host):
+        if not allow_remote:
+            raise UserError(
+                f"--listen {listen} is not a loopback address; add --allow-remote to serve other machines"
+            )
+        if no_auth:
+            raise UserError("--no-auth works on loopback only; drop it or listen on 127.0.0.1")
+        click.echo(
+            f"mcptape: warning: listening on {host}: anyone who can reach it and has the token can use your servers",
+            err=True,
+        )
+    from mcptape.config import ConfigError, known_upstreams
+
+    try:
+        registry = known_upstreams(config_path)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from exc
+    token: str | None = None
+    announce = False
+    if not no_auth:
+        token = os.environ.get(TOKEN_ENV) or None
+        if token is None:
+            token, announce = new_token(), True
+            _write_token(token, token_file)
+    import asyncio
+
+    from mcptape.proxy.gateway import GatewayConfig
+    from mcptape.proxy.http.listener import run_gateway
+
+    config = GatewayConfig(
+        registry=registry,
+        host=host,
+        port=port,
+        token=token,
+        db=db,
+        idle_timeout=idle_timeout,
+        grace=grace,
+        redact_names=redact_names,
+        extra_hosts=allow_hosts,
+        extra_origins=allow_origins,
+    )
+    sys.exit(asyncio.run(run_gateway(config, token if announce else None)))
+
+
+def _parse_listen(listen: str) -> tuple[str, int]:
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not host or int(port) > 65535:
+        raise UserError(f"--listen {listen!r} is not HOST:PORT (for example 127.0.0.1:8808)")
+    return host.strip("[]"), int(port)
+
+
+def _write_token(token: str, path: str | None) -> None:
+    from pathlib import Path
+
+    if path is None:
+        import platformdirs
+
+        target = Path(platformdirs.user_data_dir("mcptape", appauthor=False)) / "proxy-token"
+    else:
+        target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        # Created 0600 from the start: never a moment where others could read it.
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(token + "\n")
+    except OSError as exc:
+        raise UserError(f"cannot write the token file {target}: {exc.strerror}") from exc

@@ -1,0 +1,57 @@
+"""`mcptape servers`: the upstreams mcptape can record or serve, with their transport."""
+
+from __future__ import annotations
+
+import click
+
+from mcptape.cli.common import UserError
+from mcptape.cli.output import output_options
+
+COLUMNS = ("name", "transport", "source", "target")
+
+
+@click.command()
+@click.option(
+    "--config",
+    "config_path",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="An mcpServers config file (the format desktop clients use); its entries come first.",
+)
+@output_options
+def servers(config_path: str | None, fmt: str) -> None:
+    """List the registered upstreams: entries of --config, then the built-in servers.
+
+    Each row gives the name (what `record --upstream NAME` and `mcptape proxy`'s
+    /servers/NAME/ take), the transport mcptape uses to reach it (stdio, http or sse),
+    where the entry comes from, and the command or URL (secrets redacted).
+
+    \b
+    Examples:
+      mcptape servers
+      mcptape servers --config ~/.config/Claude/claude_desktop_config.json --json
+    """
+    from mcptape.cli.output import emit
+    from mcptape.config import ConfigError, builtin_upstreams, known_upstreams
+
+    try:
+        known = known_upstreams(config_path)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from exc
+    builtins = builtin_upstreams()
+    rows = []
+    for name, spec in known.items():
+        source = "built-in" if name in builtins and spec == builtins[name] else str(config_path)
+        rows.append((name, spec.transport, source, _safe(spec.describe(), spec.url is not None)))
+    emit(rows, COLUMNS, fmt)
+
+
+def _safe(target: str, is_url: bool) -> str:
+    """A command line or URL as shown and recorded: secrets replaced by placeholders."""
+    import shlex
+
+    from mcptape.redact import redact_argv, redact_url
+
+    if is_url:
+        return redact_url(target)
+    return shlex.join(redact_argv(shlex.split(target)))

@@ -1,0 +1,359 @@
+"""The aiohttp application of `mcptape proxy`: every registered upstream over streamable HTTP and legacy SSE.
+
+``/servers/NAME/mcp`` is a streamable HTTP endpoint and ``/servers/NAME/sse`` (with
+``/servers/NAME/messages``) a legacy SSE endpoint for the registry entry NAME, whatever
+transport that upstream speaks: each MCP session gets its own downstream link
+(:mod:`mcptape.proxy.http.server`), its own upstream link (a spawned process, or an HTTP
+or SSE client), a relay and a recorder. One store and one writer serve the whole
+process. Only registry entries can be started: a request never names a command.
+
+Every request passes the security checks first (:mod:`mcptape.proxy.http.security`):
+``Host`` and ``Origin`` (403), then the token (401); ``GET /health`` needs no token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from mcptape.config import UpstreamSpec
+from mcptape.frames import Frame
+from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
+from mcptape.proxy.http import security
+from mcptape.proxy.http.gateway_store import GatewayStore
+from mcptape.proxy.http.headers import SESSION_ID, HeaderError, that_matter
+from mcptape.proxy.http.passthrough import WELL_KNOWN, PassThrough
+from mcptape.proxy.http.server import DownstreamLink, EventStream, HttpSessionLink
+from mcptape.proxy.http.sse_server import sse_get, sse_post
+from mcptape.proxy.link import Link, LinkClosed
+from mcptape.proxy.process import SpawnError
+from mcptape.proxy.recorder import Recorder
+from mcptape.proxy.relay import Relay
+
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class UpstreamUnavailable(Exception):
+    """A registry entry could not be started or reached (the client gets a 502 saying why)."""
+
+
+@dataclass
+class GatewayConfig:
+    """What `mcptape proxy` serves and how it protects it."""
+
+    registry: dict[str, UpstreamSpec]
+    host: str = "127.0.0.1"
+    port: int = 0
+    token: str | None = None
+    db: str | None = None
+    idle_timeout: float = 600.0
+    grace: float = 2.0
+    redact_names: tuple[str, ...] = ()
+    extra_hosts: tuple[str, ...] = ()
+    extra_origins: tuple[str, ...] = ()
+
+
+@dataclass(eq=False)
+class GatewaySession:
+    link: DownstreamLink
+    relay: Relay
+    upstream: str
+    recorder: Recorder
+    task: asyncio.Task[Any] | None = None
+    streams_open: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": f"mcptape: {message}"}}
+    return web.json_response(body, status=status, headers=headers)
+
+
+class Gateway:
+    """The sessions, the store and the aiohttp app of one `mcptape proxy` process."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.config = config
+        self.sessions: dict[str, GatewaySession] = {}
+        self.ending: set[GatewaySession] = set()  # ended by the client, upstream still closing
+        self.store = GatewayStore(config.db)
+        self.hosts: frozenset[str] = frozenset()
+        self._sweeper: asyncio.Task[None] | None = None
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="mcptape-gateway-store")
+        self.passthrough = PassThrough(self.store, self._pool, config.redact_names)
+
+    # -- the app --------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._guard], client_max_size=256 << 20)
+        app.router.add_get("/health", self._health)
+        app.router.add_post("/servers/{name}/mcp", self._mcp_post)
+        app.router.add_get("/servers/{name}/mcp", self._mcp_get)
+        app.router.add_delete("/servers/{name}/mcp", self._mcp_delete)
+        app.router.add_get("/servers/{name}/sse", lambda request: sse_get(self, request))
+        app.router.add_post("/servers/{name}/messages", lambda request: sse_post(self, request))
+        app.router.add_get(WELL_KNOWN + "/servers/{name}/mcp", self._protected_resource)
+        return app
+
+    def bound(self, port: int) -> None:
+        """The listener is bound: requests must name this host and port."""
+        self.config.port = port
+        self.hosts = security.allowed_hosts(self.config.host, port, self.config.extra_hosts)
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        # Rebinding checks come before anything else, /health included.
+        if (request.host or "").lower() not in self.hosts:
+            return error_response(403, f"Host {request.host!r} is not this gateway's")
+        if not security.origin_allowed(request.headers.get("Origin"), self.hosts, self.config.extra_origins):
+            return error_response(403, f"Origin {request.headers.get('Origin')!r} is not allowed")
+        if request.path == "/health":
+            return await handler(request)
+        auth = security.check_token(request.headers, self.config.token)
+        if not auth.ok:
+            return error_response(
+                401, "missing or wrong gateway token", {"WWW-Authenticate": 'Bearer realm="mcptape"'}
+            )
+        name = request.match_info.get("name")
+        if name is None or name not in self.config.registry:
+            return error_response(404, f"no upstream named {name!r} is registered")
+        request["auth_via"] = auth.via
+        try:
+            return await handler(request)
+        except UpstreamUnavailable as exc:
+            return error_response(502, str(exc))
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    # -- sessions -------------------------------------------------------------------
+
+    def _upstream_link(self, spec: UpstreamSpec, forward_auth: str | None) -> Link:
+        if spec.transport == "stdio":
+            from mcptape.proxy.process import ProcessLink
+
+            assert spec.command is not None
+            return ProcessLink.spawn(spec.command, env=spec.env, cwd=spec.cwd, echo_stderr=False)
+        from mcptape.proxy.http.headers import expand_headers
+        from mcptape.proxy.http.upstream import remote_link
+
+        assert spec.url is not None
+        headers = expand_headers(spec.headers)
+        if forward_auth is not None:
+            headers["Authorization"] = forward_auth
+        return remote_link(spec.url, spec.transport, headers, redact_names=self.config.redact_names)
+
+    async def open_session(self, request: web.Request, link: DownstreamLink, kind: str) -> GatewaySession:
+        name = request.match_info["name"]
+        spec = self.config.registry[name]
+        # The client's own Authorization reaches the upstream only when our token came another way.
+        forward = request.headers.get("Authorization") if request.get("auth_via") != "authorization" else None
+        transport = f"{kind}->{spec.transport}"
+        recorder = Recorder()
+        context = SessionContext(None, "proxy", transport, self.store.describe(spec), name)
+        try:
+            upstream = self._upstream_link(spec, forward)
+        except (SpawnError, HeaderError) as exc:
+            # Recorded like any session, so `mcptape sessions` shows why the client got a 502.
+            self.store.attach_later(self._pool, recorder, name, transport, spec)
+            recorder.event(context, "error", str(exc), None)
+            recorder.session_end(context, Outcome("error", None, str(exc)))
+            raise UpstreamUnavailable(f"upstream {name!r} cannot be started: {exc}") from exc
+        relay = Relay(link, upstream, AddonManager([recorder]), context, grace=self.config.grace)
+        session = GatewaySession(link, relay, name, recorder)
+        self.sessions[link.session_id] = session
+        self.store.attach_later(self._pool, recorder, name, transport, spec)
+        session.task = asyncio.get_running_loop().create_task(relay.run())
+        session.task.add_done_callback(lambda _: self._forget(link.session_id))
+        return session
+
+    def _forget(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            session.link.close_send()
+
+    def _end(self, session_id: str, why: str) -> None:
+        """The client ended a session (DELETE, idle): its id is unknown from now on (404)."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return
+        self.ending.add(session)
+        if session.task is not None:
+            session.task.add_done_callback(lambda _: self.ending.discard(session))
+        session.link.client_gone(why)
+
+    def frame_meta(self, request: web.Request, stream: str) -> dict[str, Any]:
+        return {
+            "http_method": request.method,
+            "path": request.path,
+            "stream": stream,
+            "headers": that_matter(request.headers.items(), self.config.redact_names),
+        }
+
+    # -- streamable HTTP -------------------------------------------------------------
+
+    def _passed(self, request: web.Request) -> UpstreamSpec | None:
+        """The upstream's entry when it speaks streamable HTTP itself: requests pass through."""
+        spec = self.config.registry[request.match_info["name"]]
+        return spec if spec.transport == "http" else None
+
+    def _gateway_url(self, request: web.Request) -> str:
+        return f"{request.scheme}://{request.host}/servers/{request.match_info['name']}/mcp"
+
+    async def _pass(self, request: web.Request, spec: UpstreamSpec) -> web.StreamResponse:
+        import aiohttp
+
+        strip = request.get("auth_via") == "authorization"
+        try:
+            return await self.passthrough.forward(
+                request, request.match_info["name"], spec, strip, self._gateway_url(request)
+            )
+        except (aiohttp.ClientError, OSError) as exc:
+            return error_response(502, f"the upstream {spec.url} cannot be reached: {exc}")
+
+    async def _protected_resource(self, request: web.Request) -> web.StreamResponse:
+        spec = self._passed(request)
+        if spec is None:
+            return error_response(404, "this upstream has no OAuth protected-resource metadata")
+        return await self.passthrough.protected_resource(spec, self._gateway_url(request), "")
+
+    async def _mcp_post(self, request: web.Request) -> web.StreamResponse:
+        passed = self._passed(request)
+        if passed is not None:
+            return await self._pass(request, passed)
+        body = await request.read()
+        frame = Frame(body, "c2s", meta=self.frame_meta(request, "post"))
+        sid = request.headers.get(SESSION_ID)
+        headers: dict[str, str] = {}
+        if sid is not None:
+            session = self.sessions.get(sid)
+            if session is None or not isinstance(session.link, HttpSessionLink):
+                return error_response(
+                    404, f"session {sid!r} does not exist (it ended or expired); start a new one"
+                )
+        elif frame.method == "initialize" or frame.kind == "batch":
+            sid = secrets.token_hex(16)
+            session = await self.open_session(request, HttpSessionLink(sid), "http")
+            headers[SESSION_ID] = sid
+        else:
+            # 2026-07-28 clients have no session id: one session per client connection.
+            sid = f"conn-{id(request.transport)}"
+            session = self.sessions.get(sid) or await self.open_session(request, HttpSessionLink(sid), "http")
+        assert isinstance(session.link, HttpSessionLink)
+        try:
+            stream = await session.link.post(frame)
+        except LinkClosed:
+            return error_response(404, "the session is closing")
+        if stream is None:
+            return web.Response(status=202, headers=headers)
+        return await self.pump(request, session, stream, 0, headers)
+
+    async def pump(
+        self,
+        request: web.Request,
+        session: GatewaySession,
+        stream: EventStream,
+        after: int,
+        headers: dict[str, str],
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(status=200, headers={**SSE_HEADERS, **headers})
+        await response.prepare(request)
+        stream.attached = True
+        session.streams_open += 1
+        try:
+            await stream.pump(response.write, after)
+        except ConnectionResetError:
+            pass  # the client went away: the events stay in the stream for Last-Event-ID
+        finally:
+            stream.attached = False
+            session.streams_open -= 1
+            session.link.last_active = time.monotonic()
+        with contextlib.suppress(ConnectionResetError):
+            await response.write_eof()
+        return response
+
+    async def _mcp_get(self, request: web.Request) -> web.StreamResponse:
+        passed = self._passed(request)
+        if passed is not None:
+            return await self._pass(request, passed)
+        session, failure = self._existing(request)
+        if failure is not None:
+            return failure
+        assert session is not None and isinstance(session.link, HttpSessionLink)
+        if "text/event-stream" not in request.headers.get("Accept", ""):
+            return error_response(406, "a GET stream needs Accept: text/event-stream")
+        last = request.headers.get("Last-Event-ID")
+        if last is not None:
+            found = session.link.resume(last)
+            if found is None:
+                return error_response(404, f"no stream has event {last!r}")
+            return await self.pump(request, session, found[0], found[1], {})
+        if session.link.get_stream.attached:
+            return error_response(409, "this session already has a GET stream open")
+        return await self.pump(request, session, session.link.get_stream, session.link.get_stream.count, {})
+
+    async def _mcp_delete(self, request: web.Request) -> web.StreamResponse:
+        passed = self._passed(request)
+        if passed is not None:
+            return await self._pass(request, passed)
+        session, failure = self._existing(request)
+        if failure is not None:
+            return failure
+        assert session is not None
+        self._end(session.link.session_id, "the client deleted the session")
+        return web.Response(status=200)
+
+    def _existing(self, request: web.Request) -> tuple[GatewaySession | None, web.Response | None]:
+        sid = request.headers.get(SESSION_ID)
+        if sid is None:
+            return None, error_response(400, "Mcp-Session-Id header required")
+        session = self.sessions.get(sid)
+        if session is None or not isinstance(session.link, HttpSessionLink):
+            return None, error_response(404, f"session {sid!r} does not exist (it ended or expired)")
+        return session, None
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.store.open_in_background()
+        self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+
+    async def _sweep(self) -> None:
+        """End sessions clients never DELETEd: idle (no open stream, no request) past the timeout."""
+        period = max(0.05, min(self.config.idle_timeout / 4, 5.0))
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            self.passthrough.sweep(self.config.idle_timeout)
+            for session in list(self.sessions.values()):
+                if session.streams_open == 0 and now - session.link.last_active > self.config.idle_timeout:
+                    self._end(session.link.session_id, f"idle for more than {self.config.idle_timeout:g} s")
+
+    async def shutdown(self, reason: str) -> None:
+        """Stop every session (upstreams shut down, session rows closed), then flush and close the store."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        everyone = [*self.sessions.values(), *self.ending]
+        tasks = [s.task for s in everyone if s.task is not None]
+        for session in everyone:
+            session.relay.stop(reason)
+        if tasks:
+            await asyncio.wait(tasks, timeout=2 * self.config.grace + 3)
+        for session in everyone:
+            if session.task is not None and not session.task.done():
+                # Bounded shutdown: a session that did not end in time is closed as interrupted.
+                session.task.cancel()
+                session.recorder.session_end(
+                    session.relay.session,
+                    Outcome("interrupted", None, f"stopped by {reason}", ended_by="signal"),
+                )
+        await self.passthrough.close(reason)
+        await asyncio.get_running_loop().run_in_executor(self._pool, self.store.close)
+        self._pool.shutdown(wait=False)

@@ -1,0 +1,84 @@
+"""One store and one writer for a whole gateway process; a session row per MCP session.
+
+The store opens on a thread while the listener starts; each session's
+:class:`~mcptape.proxy.recorder.Recorder` holds its frames until its row exists, then
+is attached to the shared writer, which queues the row before the session's frames
+(the event loop never waits on the database).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any
+
+from mcptape.config import UpstreamSpec
+from mcptape.proxy.recorder import Recorder
+
+if TYPE_CHECKING:
+    from mcptape.store import Store, Writer
+
+
+class GatewayStore:
+    """The gateway's database: opened once, in the background; closed (flushed) at shutdown."""
+
+    def __init__(self, db: str | None) -> None:
+        self.db = db
+        self.store: Store | None = None
+        self.writer: Writer | None = None
+        self.error: str | None = None
+        self._opened = threading.Event()
+
+    def open_in_background(self) -> None:
+        threading.Thread(target=self._open, name="mcptape-gateway-open", daemon=True).start()
+
+    def _open(self) -> None:
+        try:
+            from mcptape.store import open_store
+
+            self.store = open_store(self.db)
+            self.writer = self.store.writer()
+        except Exception as exc:
+            self.error = f"cannot open the recording database: {exc}"
+            print(f"mcptape: error: {self.error}; sessions are served but not recorded", file=sys.stderr)
+        finally:
+            self._opened.set()
+
+    def where(self) -> str:
+        return self.store.where if self.store is not None else (self.db or "the default database")
+
+    @staticmethod
+    def describe(spec: UpstreamSpec) -> str:
+        """The upstream as recorded: its command or URL, secrets redacted."""
+        from mcptape.cli.servers import _safe
+
+        return _safe(spec.describe(), spec.url is not None)
+
+    def attach_later(
+        self, pool: Executor, recorder: Recorder, name: str, transport: str, spec: UpstreamSpec
+    ) -> None:
+        started = time.time()
+        pool.submit(self._attach, recorder, name, transport, self.describe(spec), started)
+
+    def _attach(self, recorder: Recorder, name: str, transport: str, upstream: str, started: float) -> None:
+        self._opened.wait()
+        if self.store is None or self.writer is None:
+            recorder.abandon(self.error or "the recording database is not open")
+            return
+        try:
+            session_id = self.store.create_session(
+                mode="proxy", name=name, transport=transport, upstream=upstream
+            )
+            self.writer.update_session(session_id, started_at=started)
+        except Exception as exc:
+            recorder.abandon(f"cannot create the session row: {exc}")
+            return
+        recorder.attach(self.writer, session_id)
+
+    def close(self) -> Any:
+        """Flush every frame queued and close (on a plain thread, never the loop)."""
+        self._opened.wait(30)
+        if self.store is not None:
+            self.store.close()

@@ -1,0 +1,150 @@
+"""HTTP headers: which matter to MCP, which never cross a proxy, `--header` flags, `${ENV}` (pure).
+
+Streamable HTTP carries protocol state in headers (``Mcp-Session-Id``,
+``MCP-Protocol-Version``, ``Last-Event-ID``, and from 2026-07-28 ``Mcp-Method`` and
+``Mcp-Name``) beside the credentials (``Authorization``, ``WWW-Authenticate``). Those are
+what is recorded with each frame, credentials redacted; hop-by-hop headers are dropped
+when a request or response is forwarded (RFC 9110 §7.6.1).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+SESSION_ID = "Mcp-Session-Id"
+PROTOCOL_VERSION = "MCP-Protocol-Version"
+LAST_EVENT_ID = "Last-Event-ID"
+MCP_METHOD = "Mcp-Method"
+MCP_NAME = "Mcp-Name"
+ACCEPT_BOTH = "application/json, text/event-stream"
+
+# What is recorded in a frame's metadata (then redacted).
+MATTERS = frozenset(
+    h.lower()
+    for h in (
+        SESSION_ID,
+        PROTOCOL_VERSION,
+        LAST_EVENT_ID,
+        MCP_METHOD,
+        MCP_NAME,
+        "Authorization",
+        "WWW-Authenticate",
+        "Content-Type",
+        "Cookie",
+        "Set-Cookie",
+    )
+)
+
+# RFC 9110 §7.6.1, plus what aiohttp computes itself for a re-sent body.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+
+# From 2026-07-28 a request names its method (and tool, prompt or resource) in headers.
+NAME_BEARING = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_SAFE = re.compile(r"[\x20-\x7e]*")
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class HeaderError(ValueError):
+    """A `--header` flag or a config header the user must fix (one line)."""
+
+
+def parse_header_flag(text: str) -> tuple[str, str]:
+    """``'K: V'`` as a (name, value) pair; HeaderError for anything else."""
+    name, sep, value = text.partition(":")
+    name = name.strip()
+    if not sep or not name or not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", name):
+        raise HeaderError(f"--header {text!r} is not 'Name: value' (for example --header 'X-Team: a')")
+    return name, value.strip()
+
+
+def expand_env(value: str, environ: Mapping[str, str] | None = None) -> str:
+    """Replace ``${NAME}`` with the environment variable's value; HeaderError if it is unset."""
+    env = os.environ if environ is None else environ
+
+    def one(m: re.Match[str]) -> str:
+        if m.group(1) not in env:
+            raise HeaderError(
+                f"header value uses ${{{m.group(1)}}}, but that environment variable is not set"
+            )
+        return env[m.group(1)]
+
+    return _ENV.sub(one, value)
+
+
+def expand_headers(
+    headers: Mapping[str, str] | None, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A config entry's headers with ``${ENV}`` expanded in every value."""
+    return {name: expand_env(value, environ) for name, value in (headers or {}).items()}
+
+
+def end_to_end(headers: Iterable[tuple[str, str]], drop: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """Headers without hop-by-hop ones (nor those a ``Connection`` header names, nor ``drop``)."""
+    pairs = list(headers)
+    named = {
+        token.strip().lower()
+        for name, value in pairs
+        if name.lower() == "connection"
+        for token in value.split(",")
+    }
+    gone = HOP_BY_HOP | named | {d.lower() for d in drop}
+    return [(name, value) for name, value in pairs if name.lower() not in gone]
+
+
+def that_matter(headers: Iterable[tuple[str, str]], extra_names: Iterable[str] = ()) -> dict[str, str]:
+    """The MCP-relevant headers of a request or response, credentials redacted, for a frame's metadata."""
+    extra = [n.lower() for n in extra_names]
+    keep = {name: value for name, value in headers if name.lower() in MATTERS or name.lower() in extra}
+    return redact(keep, extra)
+
+
+def redact(headers: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:
+    """Credentials replaced by stable placeholders (see :mod:`mcptape.redact`)."""
+    from mcptape.redact import redact_headers
+
+    return dict(redact_headers(headers, extra_names))
+
+
+def header_value(value: str) -> str:
+    """A value as an HTTP header carries it: base64-wrapped (``=?base64?…?=``) unless plain ASCII."""
+    if _SAFE.fullmatch(value) and value == value.strip() and not value.startswith("=?base64?"):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
+
+
+def routing_headers(message: object) -> dict[str, str]:
+    """``Mcp-Method``/``Mcp-Name``/``MCP-Protocol-Version`` for a 2026-07-28 request (from its ``_meta``).
+
+    Empty for anything else: mcptape forwards what the client sends and never upgrades
+    a 2025 session into a 2026 one.
+    """
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str) or "id" not in message:
+        return {}
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+    if not isinstance(version, str):
+        return {}
+    method = message["method"]
+    out = {PROTOCOL_VERSION: version, MCP_METHOD: method}
+    key = NAME_BEARING.get(method)
+    if key is not None and isinstance(params, dict) and isinstance(params.get(key), str):
+        out[MCP_NAME] = header_value(params[key])
+    return out

@@ -1,0 +1,67 @@
+"""Run the gateway: bind, announce the URLs (and a new token, once), serve until a signal, shut down."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+
+from aiohttp import web
+
+from mcptape.proxy.gateway import Gateway, GatewayConfig
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _say(message: str) -> None:
+    print(f"mcptape: {message}", file=sys.stderr, flush=True)
+
+
+async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:
+    """Serve until SIGINT/SIGTERM; returns the exit status (0 after a clean shutdown)."""
+    gateway = Gateway(config)
+    # handler_cancellation: a client that goes away ends its SSE handler at once.
+    runner = web.AppRunner(gateway.app(), handler_cancellation=True, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, config.host, config.port, shutdown_timeout=1.0)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        _say(f"error: cannot listen on {config.host}:{config.port}: {exc.strerror or exc}")
+        return 2
+    server = site._server
+    sockets = getattr(server, "sockets", None) or []
+    port = sockets[0].getsockname()[1] if sockets else config.port
+    gateway.bound(port)
+    await gateway.start()
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    base = f"http://{host}:{port}"
+    lines = [f"gateway listening on {base} (recording into {gateway.store.where()})"]
+    for name, spec in config.registry.items():
+        lines.append(f"  {name} ({spec.transport}): {base}/servers/{name}/mcp  {base}/servers/{name}/sse")
+    if announce_token is not None:
+        lines.append(f"token (shown once; sent as 'Authorization: Bearer TOKEN'): {announce_token}")
+    elif config.token is None:
+        lines.append("no token required (--no-auth)")
+    lines.append("ready; Ctrl-C stops")
+    _say("\n".join(lines))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    stopped: list[str] = []
+    for signum in SIGNALS:
+
+        def on_signal(signum: int = signum) -> None:
+            stopped.append(signal.Signals(signum).name)
+            stop.set()
+
+        loop.add_signal_handler(signum, on_signal)
+    try:
+        await stop.wait()
+    finally:
+        for signum in SIGNALS:
+            loop.remove_signal_handler(signum)
+    _say(f"stopping ({stopped[0] if stopped else 'stop'}): closing {len(gateway.sessions)} session(s)")
+    await gateway.shutdown(stopped[0] if stopped else "stop")
+    await runner.cleanup()
+    return 0

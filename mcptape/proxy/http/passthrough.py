@@ -1,0 +1,223 @@
+"""Streamable HTTP pass-through: an HTTP client in front of an HTTP upstream, request for request.
+
+When both sides speak streamable HTTP the gateway does not run the MCP session
+itself: each request goes to the upstream as it came (hop-by-hop headers dropped,
+``Host`` set for the upstream, the gateway's own token removed), and the response
+comes back as it is: status (202, 400, 401, 404 for an expired session, 405), the
+upstream's ``Mcp-Session-Id``, ``WWW-Authenticate``, and the body streamed chunk by
+chunk as it arrives, never buffered nor decompressed (``Accept-Encoding`` is not
+forwarded, so a copy can be parsed for the recording). One recorded session per
+upstream session id (per client connection when there is none).
+
+OAuth: a 401's ``WWW-Authenticate`` and the protected-resource metadata pass through,
+with their ``resource_metadata`` URL and ``resource`` field pointed at the gateway (an
+OAuth client rejects a document naming another origin): the one edit, recorded as an
+event. Tokens are never minted or swapped.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+from aiohttp import web
+
+from mcptape.config import UpstreamSpec
+from mcptape.frames import Frame
+from mcptape.proxy.addons import Outcome, SessionContext
+from mcptape.proxy.flow import Flow
+from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, that_matter
+from mcptape.proxy.http.security import TOKEN_HEADER
+from mcptape.proxy.http.sse import SseParser
+from mcptape.proxy.recorder import Recorder
+
+MAX_JSON_COPY = 64 << 20
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+
+class _HeadersWithFirstChunk(web.StreamResponse):
+    """A response whose headers leave with its first body chunk: one write less per answer.
+
+    Only for POST answers: the upstream itself sent its headers with its first event.
+    A GET stream keeps sending headers at once (a client waits for them before any event).
+    """
+
+    _send_headers_immediately = False
+
+
+@dataclass(eq=False)
+class PassSession:
+    recorder: Recorder
+    context: SessionContext
+    last_active: float
+
+
+def metadata_url(resource_url: str) -> str:
+    """The protected-resource metadata URL of a resource (RFC 9728 §3.1: well-known prefix, then the path)."""
+    parts = urlsplit(resource_url)
+    return urlunsplit((parts.scheme, parts.netloc, WELL_KNOWN + parts.path.rstrip("/"), "", ""))
+
+
+def rewrite_www_authenticate(value: str, upstream_url: str, gateway_url: str) -> str:
+    """Point a ``resource_metadata`` parameter naming the upstream's document at the gateway's."""
+    return value.replace(metadata_url(upstream_url), metadata_url(gateway_url))
+
+
+def rewrite_resource(body: bytes, gateway_url: str) -> bytes | None:
+    """A protected-resource document with ``resource`` set to the gateway's URL; None if not one."""
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(document, dict) or "resource" not in document:
+        return None
+    document["resource"] = gateway_url
+    return orjson.dumps(document)
+
+
+class PassThrough:
+    """Forwards streamable HTTP requests to HTTP upstreams, recording the frames that cross."""
+
+    def __init__(self, store: Any, pool: Any, redact_names: tuple[str, ...]) -> None:
+        self.store = store
+        self.pool = pool
+        self.redact_names = redact_names
+        self.sessions: dict[str, PassSession] = {}
+        self._http: Any = None
+
+    async def _client(self) -> Any:
+        import aiohttp
+
+        if self._http is None:
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
+            self._http = aiohttp.ClientSession(timeout=timeout, auto_decompress=False)
+        return self._http
+
+    def _session(self, key: str, name: str, spec: UpstreamSpec) -> PassSession:
+        session = self.sessions.get(key)
+        if session is None:
+            recorder = Recorder()
+            context = SessionContext(None, "proxy", "http->http", self.store.describe(spec), name)
+            session = self.sessions[key] = PassSession(recorder, context, time.monotonic())
+            self.store.attach_later(self.pool, recorder, name, "http->http", spec)
+        session.last_active = time.monotonic()
+        return session
+
+    async def _record(self, session: PassSession, frame: Frame) -> None:
+        pending = session.recorder.frame_done(Flow(frame))
+        if pending is not None:
+            await pending
+
+    def end(self, key: str, status: str, why: str) -> None:
+        session = self.sessions.pop(key, None)
+        if session is not None:
+            session.recorder.event(session.context, "http_session_closed", why, None)
+            ended_by = "client" if status == "closed" else "signal"
+            session.recorder.session_end(session.context, Outcome(status, None, None, ended_by=ended_by))
+
+    async def forward(
+        self, request: web.Request, name: str, spec: UpstreamSpec, strip_auth: bool, gateway_url: str
+    ) -> web.StreamResponse:
+        assert spec.url is not None
+        http = await self._client()
+        body = await request.read() if request.method == "POST" else None
+        drop = [TOKEN_HEADER, "accept-encoding", *(["authorization"] if strip_auth else [])]
+        headers = dict(end_to_end(request.headers.items(), drop))
+        headers.update(expand_headers(spec.headers))
+        key_sid = request.headers.get(SESSION_ID)
+        upstream = await http.request(
+            request.method, spec.url, data=body, headers=headers, allow_redirects=False
+        )
+        sid = key_sid or upstream.headers.get(SESSION_ID)
+        key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
+        session = self._session(key, name, spec)
+        if sid and not key_sid:
+            session.recorder.event(
+                session.context, "http_session", f"the server minted session {sid}", {"session_id": sid}
+            )
+        meta = {
+            "http_method": request.method,
+            "path": request.path,
+            "stream": "post" if body is not None else "get",
+        }
+        if body is not None and body.strip():
+            c2s = Frame(
+                body, "c2s", meta={**meta, "headers": that_matter(request.headers.items(), self.redact_names)}
+            )
+            await self._record(session, c2s)
+        out_headers = end_to_end(upstream.headers.items())
+        edited = []
+        for i, (k, v) in enumerate(out_headers):
+            if k.lower() == "www-authenticate" and "resource_metadata" in v:
+                new = rewrite_www_authenticate(v, spec.url, gateway_url)
+                if new != v:
+                    out_headers[i] = (k, new)
+                    edited.append(("www-authenticate", v, new))
+        kind = _HeadersWithFirstChunk if request.method == "POST" else web.StreamResponse
+        response = kind(status=upstream.status, reason=upstream.reason, headers=out_headers)
+        for _, old, new in edited:
+            session.recorder.event(
+                session.context, "proxy_edit", "WWW-Authenticate resource_metadata", {"from": old, "to": new}
+            )
+        s2c_meta = {
+            **meta,
+            "status": upstream.status,
+            "headers": that_matter(upstream.headers.items(), self.redact_names),
+        }
+        await response.prepare(request)
+        ctype = upstream.headers.get("Content-Type", "")
+        try:
+            if ctype.startswith("text/event-stream"):
+                parser = SseParser()
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+                    for event in parser.feed(chunk):
+                        if event.event == "message" and event.data:
+                            await self._record(
+                                session, Frame(event.data, "s2c", meta={**s2c_meta, "event_id": event.id})
+                            )
+            else:
+                copy = bytearray()
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+                    if len(copy) < MAX_JSON_COPY:
+                        copy += chunk
+                if copy.strip() and ctype.startswith("application/json"):
+                    await self._record(session, Frame(bytes(copy), "s2c", meta=s2c_meta))
+        finally:
+            upstream.release()
+        await response.write_eof()
+        if request.method == "DELETE" and upstream.status < 300:
+            self.end(key, "closed", "the client deleted the session")
+        elif upstream.status == 404 and key_sid:
+            self.end(key, "closed", "the server no longer knows this session (404)")
+        return response
+
+    async def protected_resource(
+        self, spec: UpstreamSpec, gateway_url: str, session_key: str
+    ) -> web.Response:
+        """The upstream's protected-resource metadata, its ``resource`` pointed at the gateway."""
+        assert spec.url is not None
+        http = await self._client()
+        async with http.get(metadata_url(spec.url), allow_redirects=False) as upstream:
+            body = await upstream.read()
+            headers = dict(end_to_end(upstream.headers.items(), ["content-encoding"]))
+            rewritten = rewrite_resource(body, gateway_url) if upstream.status == 200 else None
+            return web.Response(
+                status=upstream.status, body=rewritten if rewritten is not None else body, headers=headers
+            )
+
+    def sweep(self, idle_timeout: float) -> None:
+        now = time.monotonic()
+        for key, session in list(self.sessions.items()):
+            if now - session.last_active > idle_timeout:
+                self.end(key, "closed", f"idle for more than {idle_timeout:g} s")
+
+    async def close(self, reason: str) -> None:
+        for key in list(self.sessions):
+            self.end(key, "interrupted", f"the gateway stopped ({reason})")
+        if self._http is not None:
+            await self._http.close()

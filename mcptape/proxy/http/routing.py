@@ -1,0 +1,115 @@
+"""Which HTTP stream a server message goes on, when mcptape runs the HTTP session itself (pure).
+
+Behind streamable HTTP, a stdio upstream's messages have no stream of their own: mcptape
+must choose. A response goes on the stream of the POST that carried its request. What
+the server sends while requests are in flight (progress, log messages, sampling,
+elicitation, roots) belongs on one of those requests' streams: the one whose request
+carried the message's progress token, or the one named by related-request metadata,
+or the only one open. Everything else goes on the session's GET stream (``None``).
+
+Ids are compared as peers compare them (``1`` and ``1.0`` are one id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcptape.frames import classify_message, encode_id
+from mcptape.ids import id_key
+
+RELATED_KEYS = ("io.modelcontextprotocol/related-request-id", "relatedRequestId")
+
+
+def _items(message: Any) -> Iterable[Any]:
+    return message if isinstance(message, list) else (message,)
+
+
+@dataclass
+class OpenStream:
+    """A POST's response stream: the requests it carried that await an answer."""
+
+    ids: set[str] = field(default_factory=set)
+    progress_tokens: set[str] = field(default_factory=set)
+
+
+class Router:
+    """Tracks open request streams and says where each server message goes."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, OpenStream] = {}
+
+    def opened(self, stream: str, message: Any) -> bool:
+        """A POST carried ``message`` (parsed JSON); True if it holds requests (its stream stays open)."""
+        entry = OpenStream()
+        for item in _items(message):
+            c = classify_message(item)
+            if c.kind != "request" or c.rpc_id is None:
+                continue
+            entry.ids.add(id_key(c.rpc_id))
+            params = item.get("params")
+            meta = params.get("_meta") if isinstance(params, dict) else None
+            if isinstance(meta, dict) and "progressToken" in meta:
+                entry.progress_tokens.add(encode_id(meta["progressToken"]))
+        if entry.ids:
+            self.open[stream] = entry
+        return bool(entry.ids)
+
+    def route(self, message: Any) -> str | None:
+        """The stream for one server message (a batch goes where its first routable item goes)."""
+        for item in _items(message):
+            found = self._route_one(item)
+            if found is not None:
+                return found
+        return None
+
+    def _route_one(self, item: Any) -> str | None:
+        c = classify_message(item)
+        if c.kind in ("response", "error") and c.rpc_id is not None:
+            return self._stream_of(id_key(c.rpc_id))
+        params = item.get("params") if isinstance(item, dict) else None
+        if isinstance(params, dict):
+            token = params.get("progressToken")
+            if token is not None:
+                key = encode_id(token)
+                for stream, entry in self.open.items():
+                    if key in entry.progress_tokens:
+                        return stream
+            meta = params.get("_meta")
+            if isinstance(meta, dict):
+                for name in RELATED_KEYS:
+                    if name in meta:
+                        found = self._stream_of(id_key(encode_id(meta[name])))
+                        if found is not None:
+                            return found
+        if len(self.open) == 1:
+            return next(iter(self.open))
+        return None
+
+    def _stream_of(self, key: str) -> str | None:
+        for stream, entry in self.open.items():
+            if key in entry.ids:
+                return stream
+        return None
+
+    def answered(self, message: Any) -> list[str]:
+        """Mark the responses in ``message`` answered; returns the streams now fully answered."""
+        done = []
+        for item in _items(message):
+            c = classify_message(item)
+            if c.kind not in ("response", "error") or c.rpc_id is None:
+                continue
+            key = id_key(c.rpc_id)
+            for stream, entry in list(self.open.items()):
+                if key in entry.ids:
+                    entry.ids.discard(key)
+                    if not entry.ids:
+                        del self.open[stream]
+                        done.append(stream)
+                    break
+        return done
+
+    def closed(self, stream: str) -> None:
+        """A stream went away without all its answers (the client disconnected)."""
+        self.open.pop(stream, None)

@@ -1,0 +1,77 @@
+"""The gateway's own protection: Host/Origin against DNS rebinding, and its bearer token (pure).
+
+After mcptape rewrites ``Host`` for an upstream, the upstream can no longer protect the
+client against DNS rebinding, so the gateway checks both headers itself, before
+anything else. The token is compared in constant time; it is accepted as
+``Authorization: Bearer …`` (then consumed, never forwarded) or in mcptape's own
+``X-Mcptape-Token`` header (then the client's ``Authorization`` passes to the upstream
+untouched, for OAuth-protected upstreams).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+TOKEN_HEADER = "X-Mcptape-Token"
+TOKEN_ENV = "MCPTAPE_PROXY_TOKEN"
+
+
+def new_token() -> str:
+    """A fresh random token (256 bits, URL-safe)."""
+    return secrets.token_urlsafe(32)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a bind address or host name stays on this machine."""
+    if host in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts(bind_host: str, port: int, extra: Iterable[str] = ()) -> frozenset[str]:
+    """The ``Host`` values a request may carry: the bound name (and loopback aliases) with the port."""
+    names = {bind_host, *extra}
+    if is_loopback(bind_host):
+        names |= {"127.0.0.1", "localhost", "[::1]"}
+    if ":" in bind_host and not bind_host.startswith("["):
+        names.add(f"[{bind_host}]")
+    return frozenset({f"{n}:{port}".lower() for n in names} | {n.lower() for n in names})
+
+
+def origin_allowed(origin: str | None, hosts: frozenset[str], extra_origins: Iterable[str] = ()) -> bool:
+    """No ``Origin`` (not a browser) is fine; otherwise it must name this gateway or an allowed origin."""
+    if origin is None:
+        return True
+    if origin in set(extra_origins):
+        return True
+    parts = urlsplit(origin)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return False
+    return parts.netloc.lower() in hosts
+
+
+@dataclass(frozen=True)
+class AuthResult:
+    ok: bool
+    via: str | None = None  # "authorization" (consume the header) or "own-header"
+
+
+def check_token(headers: Mapping[str, str], token: str | None) -> AuthResult:
+    """Whether a request carries the gateway's token, and where (``token`` None: auth is off)."""
+    if token is None:
+        return AuthResult(True)
+    own = headers.get(TOKEN_HEADER)
+    if own is not None:
+        return AuthResult(hmac.compare_digest(own.encode(), token.encode()), "own-header")
+    scheme, _, value = headers.get("Authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        return AuthResult(hmac.compare_digest(value.strip().encode(), token.encode()), "authorization")
+    return AuthResult(False)

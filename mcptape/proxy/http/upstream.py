@@ -1,0 +1,99 @@
+"""Choosing the upstream link for a remote server: streamable HTTP, legacy SSE, or auto.
+
+``auto`` follows the specification's backwards-compatibility rule: POST the first
+frame (``initialize``) as streamable HTTP; if the server answers with a 4xx (405, 404,
+400) or cannot take a POST at all, GET the same URL expecting a legacy SSE stream whose
+first event is ``endpoint``, and send everything through that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any
+
+from mcptape.frames import Frame
+from mcptape.proxy.http.client import Fallback, HttpClientLink
+from mcptape.proxy.http.sse_client import SseClientLink
+from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkEnd
+
+TRANSPORTS = ("http", "sse", "auto")
+
+
+class AutoLink:
+    """Streamable HTTP first; legacy SSE when the first POST is refused."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: dict[str, str] | None,
+        *,
+        name: str = "server",
+        redact_names: tuple[str, ...] = (),
+    ) -> None:
+        self.name = name
+        self.url = url
+        self.headers = headers
+        self.redact_names = redact_names
+        self.active: HttpClientLink | SseClientLink = HttpClientLink(
+            url, headers, name=name, probe=True, redact_names=redact_names
+        )
+        self.active.on_fallback = self._fall_back
+        self._callbacks: tuple[Deliver, Ended, EventSink] | None = None
+        self._closing: asyncio.Task[LinkEnd] | None = None
+
+    @property
+    def transport(self) -> str:
+        return "sse" if isinstance(self.active, SseClientLink) else "http"
+
+    def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
+        self._callbacks = (deliver, ended, event)
+        self.active.start(deliver, ended, event)
+
+    def _fall_back(self, fallback: Fallback) -> None:
+        assert self._callbacks is not None
+        old = self.active
+        deliver, ended, event = self._callbacks
+        event(
+            "transport_fallback",
+            f"POST {self.url} answered {'nothing' if not fallback.status else f'HTTP {fallback.status}'}; "
+            "trying the legacy HTTP+SSE transport",
+            {"status": fallback.status},
+        )
+        self.active = SseClientLink(
+            self.url, self.headers, name=self.name, redact_names=self.redact_names, first=fallback.frames
+        )
+        self.active.start(deliver, ended, event)
+        old.stop_receiving()
+        old._ended_cb = None  # the probe's end is not the session's
+        self._closing = asyncio.get_running_loop().create_task(old.aclose(0.1))
+
+    def send(self, frame: Frame) -> Awaitable[Any] | None:
+        return self.active.send(frame)
+
+    def close_send(self) -> None:
+        self.active.close_send()
+
+    def stop_receiving(self) -> None:
+        self.active.stop_receiving()
+
+    async def aclose(self, grace: float) -> LinkEnd:
+        return await self.active.aclose(grace)
+
+
+def remote_link(
+    url: str,
+    transport: str,
+    headers: dict[str, str] | None = None,
+    *,
+    name: str = "server",
+    redact_names: tuple[str, ...] = (),
+) -> Link:
+    """The link to a remote MCP server for ``transport`` (``http``, ``sse`` or ``auto``)."""
+    if transport == "http":
+        return HttpClientLink(url, headers, name=name, redact_names=redact_names)
+    if transport == "sse":
+        return SseClientLink(url, headers, name=name, redact_names=redact_names)
+    if transport == "auto":
+        return AutoLink(url, headers, name=name, redact_names=redact_names)
+    raise ValueError(f"unknown transport {transport!r}; expected one of {', '.join(TRANSPORTS)}")

@@ -1,0 +1,300 @@
+"""The gateway's protection: Host/Origin (403) first, the token (401), registry names only (404), redaction."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.cli_errors import assert_one_line_error
+from tests.conftest import MCPTAPE
+from tests.gateway_proc import GatewayProcess
+
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+DEMO = {"demo": {"command": sys.executable, "args": ["-m", "mcptape.servers.demo"]}}
+INIT = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+).encode()
+
+
+def request(
+    base: str, method: str, path: str, headers: dict[str, str] | None = None, body: bytes | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    parts = urlsplit(base)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=20)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        headers = {"Host": parts.netloc, **(headers or {})}
+        if body is not None:
+            headers.setdefault("Content-Type", "application/json")
+            headers["Content-Length"] = str(len(body))
+        for key, value in headers.items():
+            conn.putheader(key, value)
+        conn.endheaders(body)
+        response = conn.getresponse()
+        data = (
+            response.read()
+            if response.status != 200 or "event-stream" not in (response.getheader("Content-Type") or "")
+            else response.read1(65536)
+        )
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, data
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Any:
+    token_file = tmp_path / "token"
+    env = {k: v for k, v in os.environ.items() if k != "MCPTAPE_PROXY_TOKEN"}
+    g = GatewayProcess(tmp_path / "g.db", DEMO, "--token-file", str(token_file), tmp=tmp_path, env=env)
+    os.environ.pop("MCPTAPE_PROXY_TOKEN", None)
+    yield g
+    g.stop()
+
+
+def test_health_needs_no_token_and_says_nothing_more(gateway: GatewayProcess) -> None:
+    status, _, body = request(gateway.base, "GET", "/health")
+    assert (status, json.loads(body)) == (200, {"status": "ok"})
+
+
+def test_the_generated_token_is_printed_once_and_written_for_the_user_alone(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    token_file = tmp_path / "token"
+    assert gateway.token and token_file.read_text().strip() == gateway.token
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert gateway.stderr.count(gateway.token) == 1
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Bearer wrong"}, {"X-Mcptape-Token": "wrong"}, {"Authorization": "Basic abc"}],
+)
+def test_a_missing_or_wrong_token_is_401(gateway: GatewayProcess, headers: dict[str, str]) -> None:
+    status, got, _ = request(gateway.base, "POST", "/servers/demo/mcp", headers, INIT)
+    assert status == 401 and got["www-authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"Host": "evil.example:80"}, {"Origin": "http://evil.example"}, {"Origin": "null"}],
+)
+def test_a_foreign_host_or_origin_is_403_before_anything_else(
+    gateway: GatewayProcess, headers: dict[str, str]
+) -> None:
+    # Even with the right token and even for /health: DNS rebinding is checked first.
+    for path, method, body in (("/servers/demo/mcp", "POST", INIT), ("/health", "GET", None)):
+        status, _, _ = request(
+            gateway.base, method, path, {"Authorization": f"Bearer {gateway.token}", **headers}, body
+        )
+        assert status == 403
+
+
+def test_unknown_names_are_404_and_a_request_never_starts_a_command(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    marker = tmp_path / "pwned"
+    auth = {"Authorization": f"Bearer {gateway.token}"}
+    for path in (
+        "/servers/nope/mcp",
+        f"/servers/touch%20{marker}/mcp",
+        f"/servers/demo/mcp?command=touch&args={marker}",
+        f"/stdio?command=touch&args={marker}",
+    ):
+        status, _, _ = request(gateway.base, "POST", path, auth, INIT)
+        assert status in (404, 200), path
+        assert status == 404 or "?command" in path
+    assert not marker.exists()
+    con = sqlite3.connect(tmp_path / "g.db")
+    try:
+        upstreams = {u for (u,) in con.execute("select upstream from sessions")}
+    finally:
+        con.close()
+    assert all("touch" not in u for u in upstreams)
+
+
+def test_token_via_own_header_lets_the_client_authorization_through_and_secrets_are_redacted(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    secret = "client-oauth-secret-123"
+    headers = {
+        "X-Mcptape-Token": gateway.token or "",
+        "Authorization": f"Bearer {secret}",
+        "Cookie": "sid=cookie-secret-456",
+    }
+    status, got, _ = request(gateway.base, "POST", "/servers/demo/mcp", headers, INIT)
+    assert status == 200 and got["mcp-session-id"]
+    request(gateway.base, "DELETE", "/servers/demo/mcp", {**headers, "Mcp-Session-Id": got["mcp-session-id"]})
+    gateway.stop()
+    con = sqlite3.connect(tmp_path / "g.db")
+    try:
+        dump = json.dumps(
+            [con.execute(f"select * from {t}").fetchall() for t in ("sessions", "frames", "events")],
+            default=str,
+        )
+        meta = con.execute("select meta from frames where direction='c2s'").fetchone()[0]
+    finally:
+        con.close()
+    for leaked in (secret, "cookie-secret-456", gateway.token or "-"):
+        assert leaked not in dump
+    assert "Bearer «redacted" in meta
+
+
+def test_sessions_expire_when_idle_and_then_404(tmp_path: Path) -> None:
+    g = GatewayProcess(tmp_path / "g.db", DEMO, "--no-auth", "--idle-timeout", "0.5", tmp=tmp_path)
+    try:
+        status, got, _ = request(
+            g.base, "POST", "/servers/demo/mcp", {"Accept": "application/json, text/event-stream"}, INIT
+        )
+        assert status == 200
+        sid = got["mcp-session-id"]
+        import time
+
+        note = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        status, _, _ = request(g.base, "POST", "/servers/demo/mcp", {"Mcp-Session-Id": sid}, note)
+        assert status == 202
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            time.sleep(1.0)  # longer than the idle timeout: each POST counts as activity
+            status, _, _ = request(g.base, "POST", "/servers/demo/mcp", {"Mcp-Session-Id": sid}, note)
+            if status == 404:
+                break
+        assert status == 404
+        # The upstream is shut down after the session id is gone; let that finish before stopping.
+        while time.monotonic() < deadline:
+            con = sqlite3.connect(tmp_path / "g.db")
+            try:
+                ended = con.execute("select count(*) from sessions where ended_at is not null").fetchone()[0]
+            finally:
+                con.close()
+            if ended:
+                break
+            time.sleep(0.2)
+    finally:
+        g.stop()
+    con = sqlite3.connect(tmp_path / "g.db")
+    try:
+        assert con.execute("select status from sessions").fetchall() == [("closed",)]
+        texts = [t for (t,) in con.execute("select text from events where kind='http_session_closed'")]
+    finally:
+        con.close()
+    assert texts and "idle" in texts[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--listen", "0.0.0.0:0"], "--allow-remote"),
+        (["--listen", "0.0.0.0:0", "--allow-remote", "--no-auth"], "loopback only"),
+        (["--listen", "nonsense"], "is not HOST:PORT"),
+    ],
+)
+def test_unsafe_or_bad_listen_flags_are_one_line_errors(args: list[str], fragment: str) -> None:
+    proc = subprocess.run([*MCPTAPE, "proxy", *args], capture_output=True, text=True, timeout=30)
+    assert_one_line_error(proc, fragment)
+
+
+def test_fifty_concurrent_sessions_get_their_own_answers_and_sessions(tmp_path: Path) -> None:
+    # A stdio upstream per session: the gateway runs fifty relays, routers and event stores.
+    tiny = {
+        "demo": {"command": sys.executable, "args": [str(Path(__file__).parent / "servers" / "tiny_mcp.py")]}
+    }
+    g = GatewayProcess(tmp_path / "g.db", tiny, "--no-auth", tmp=tmp_path)
+    n = 50
+    results: dict[int, Any] = {}
+
+    async def one(i: int) -> None:
+        async with Client(g.url("demo"), mode="legacy") as client:
+            got = await client.call_tool("add", {"a": i, "b": 1000})
+            results[i] = got.structured_content or got.content[0].model_dump()
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for i in range(n):
+                tg.start_soon(one, i)
+
+    try:
+        anyio.run(main)
+    finally:
+        g.stop()
+    assert len(results) == n
+    for i, got in results.items():
+        assert str(i + 1000) in json.dumps(got), (i, got)
+    con = sqlite3.connect(tmp_path / "g.db")
+    try:
+        assert con.execute("select count(*) from sessions").fetchone() == (n,)
+        # Every session holds exactly its own call: the arguments and the answer it got.
+        rows = con.execute(
+            "select session_id, group_concat(text, '|') from frames where method='tools/call' or kind='response' group by 1"
+        ).fetchall()
+        assert len(rows) == n
+        for _, texts in rows:
+            a = json.loads(next(t for t in texts.split("|") if '"tools/call"' in t))["params"]["arguments"][
+                "a"
+            ]
+            assert str(a + 1000) in texts
+    finally:
+        con.close()
+
+
+def test_an_upstream_that_cannot_start_is_a_502_saying_why_and_is_recorded(tmp_path: Path) -> None:
+    broken = {"broken": {"command": str(tmp_path / "no-such-server")}}
+    g = GatewayProcess(tmp_path / "g.db", broken, "--no-auth", tmp=tmp_path)
+    try:
+        status, _, body = request(g.base, "POST", "/servers/broken/mcp", {}, INIT)
+        sse_status, _, _ = request(g.base, "GET", "/servers/broken/sse", {"Accept": "text/event-stream"})
+        health, _, _ = request(g.base, "GET", "/health")
+    finally:
+        assert g.stop() == 0
+    assert (status, sse_status, health) == (502, 502, 200)
+    assert "cannot be started" in json.loads(body)["error"]["message"]
+    assert "Traceback" not in g.stderr
+    con = sqlite3.connect(tmp_path / "g.db")
+    try:
+        assert con.execute("select distinct status from sessions").fetchall() == [("error",)]
+    finally:
+        con.close()
+
+
+def test_a_missing_config_or_a_busy_port_is_a_one_line_error(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [*MCPTAPE, "proxy", "--no-auth", "--config", str(tmp_path / "nope.json")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert_one_line_error(proc, "does not exist")
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run(
+            [*MCPTAPE, "proxy", "--no-auth", "--listen", f"127.0.0.1:{port}", "--db", str(tmp_path / "g.db")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert_one_line_error(proc, f"cannot listen on 127.0.0.1:{port}")
