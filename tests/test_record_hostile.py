@@ -281,7 +281,7 @@ def test_sigterm_while_another_process_holds_the_database_lock_loses_nothing(db_
         holder.close()
         rec.kill()
     assert query(db_path, "select count(*) from frames")[0][0] == 2 * (n + 1)
-    # TODO(merge h3-store): assert "waiting for the database" in rec.stderr.decode()
+    assert "waiting for the database" in rec.stderr.decode()
 
 
 def test_secret_looking_values_on_the_servers_command_line_never_reach_the_database(db_path: Path) -> None:

@@ -28,7 +28,11 @@ if TYPE_CHECKING:
 
 
 LOOKS = 16
-EARLY_LIMIT = 64 << 20
+EARLY_LIMIT = 64 << 20  # bytes held for a store that is not open yet, at most
+EARLY_LAG = 0.1  # seconds of traffic held before the relay waits for the store (bounded loss)
+EARLY_PATIENCE = 5.0  # how long the relay waits for a store that is slow to open, then goes on
+BLOCKED_PATIENCE = 2.0  # how long the relay waits for a writer that makes no progress (a lock)
+BLOCKED_MEMORY = 256 << 20  # bytes kept in memory for a blocked writer before waiting anyway
 
 
 class Recorder:
@@ -43,6 +47,9 @@ class Recorder:
         self._lock = threading.Lock()
         self._early: list[tuple[str, tuple[Any, ...]]] = []
         self._early_bytes = 0
+        self._early_since: float | None = None
+        self._impatient = False  # waited EARLY_PATIENCE once: hold frames without waiting
+        self._blocked = False  # the writer made no progress for BLOCKED_PATIENCE: stop waiting on it
         self._ready = threading.Event()
         if writer is not None:
             self._ready.set()
@@ -97,11 +104,23 @@ class Recorder:
         if self.writer is not None:
             self._apply(op, args)
         elif self.failure is None:
+            if self._early_since is None:
+                self._early_since = time.monotonic()
             self._early.append((op, args))
             self._early_bytes += size
 
-    async def _wait_ready(self) -> None:
+    async def _wait_ready(self, patience: float | None) -> None:
+        deadline = None if patience is None else time.monotonic() + patience
         while not self._ready.is_set():
+            if deadline is not None and time.monotonic() >= deadline:
+                if not self._impatient:
+                    self._impatient = True
+                    print(
+                        "mcptape: the recording database is slow to open; forwarding goes on and "
+                        "frames are kept in memory until it is ready",
+                        file=sys.stderr,
+                    )
+                return
             await asyncio.sleep(0.005)
 
     # -- hooks ------------------------------------------------------------------------
@@ -127,15 +146,48 @@ class Recorder:
                     self._learn(flow)
             writer = self.writer
             early = self._early_bytes
+            since = self._early_since
         if writer is None:
-            return self._wait_ready() if early > EARLY_LIMIT else None
+            # Frames held for a store that is still opening would be lost by a kill -9:
+            # hold at most ~100 ms of traffic, then wait (boundedly) for the store.
+            if early > EARLY_LIMIT:
+                return self._wait_ready(None)
+            if not self._impatient and since is not None and time.monotonic() - since > EARLY_LAG:
+                return self._wait_ready(EARLY_PATIENCE)
+            return None
         failed = getattr(writer, "failed", None)
         if failed and self.failure is None:
             with self._lock:
                 self._warn(f"recording into {getattr(writer, 'where', 'the database')} failed: {failed}")
-        if writer.over_limit:
-            return writer.drain()
-        return None
+        if not writer.over_limit:
+            if self._blocked:
+                self._blocked = False
+                print("mcptape: the recording database is writable again; catching up", file=sys.stderr)
+            return None
+        if self._blocked and writer.backlog_bytes < BLOCKED_MEMORY:
+            return None
+        return self._drain(writer)
+
+    async def _drain(self, writer: Writer) -> None:
+        """Back-pressure: wait for the writer, but not for a database another process keeps locked.
+
+        Waiting bounds what a kill -9 loses to ~100 ms of traffic; a database locked by
+        someone else for seconds would stall the client as long, so past
+        BLOCKED_PATIENCE the frames wait in memory instead (up to BLOCKED_MEMORY), said once.
+        """
+        if self._blocked:
+            await writer.drain()
+            return
+        try:
+            await asyncio.wait_for(writer.drain(), BLOCKED_PATIENCE)
+        except TimeoutError:
+            if not self._blocked:
+                self._blocked = True
+                print(
+                    f"mcptape: the recording database has not accepted writes for {BLOCKED_PATIENCE:g} s "
+                    "(locked by another process?); forwarding goes on and frames wait in memory",
+                    file=sys.stderr,
+                )
 
     def _learn(self, flow: Flow) -> None:
         frame = flow.frame

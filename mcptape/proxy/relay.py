@@ -279,6 +279,16 @@ class Relay:
             stop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await stop
+        if self._stop.is_set() and outcome.ended_by != "signal":
+            # The signal came while the session was ending anyway (a client closing its
+            # pipe as it sends SIGTERM): it was stopped all the same.
+            outcome = Outcome(
+                "interrupted",
+                outcome.exit_code,
+                f"stopped by {self.stop_reason}",
+                "signal",
+                outcome.stopped_by_us,
+            )
         await self._close_client()
         await self.addons.call("session_end", self.session, outcome)
         return outcome

@@ -103,7 +103,7 @@ async def run_record(plan: RecordPlan) -> int:
     # Writing what is left may wait for a database another process holds locked: a
     # second signal gives up on it, said plainly, instead of a traceback.
     for signum in SIGNALS:
-        loop.add_signal_handler(signum, _give_up, signum)
+        loop.add_signal_handler(signum, _late_signal, signum, stopped_by)
     try:
         ok = await _finish_in_thread(store)
     finally:
@@ -116,6 +116,13 @@ async def run_record(plan: RecordPlan) -> int:
         _say(f"error: not every frame of this session could be recorded into {store.where()}")
         return 1
     return code
+
+
+def _late_signal(signum: int, stopped_by: list[int]) -> None:
+    """A signal while the last frames are written: the first is noted, a second gives up."""
+    stopped_by.append(signum)
+    if len(stopped_by) > 1:
+        _give_up(signum)
 
 
 def _give_up(signum: int) -> None:
@@ -162,7 +169,7 @@ def _isatty(fd: int) -> bool:
 
 def exit_status(outcome: Outcome, stopped_by: list[int]) -> int:
     """Our exit status: see ``mcptape record --help``."""
-    if outcome.ended_by == "signal" and stopped_by:
+    if stopped_by:
         return 128 + stopped_by[0]
     if outcome.ended_by == "signal":
         return 2  # stopped for a reason of our own (the store failed)

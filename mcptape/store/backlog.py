@@ -78,6 +78,11 @@ class Backlog:
         """Frames queued and not yet committed."""
         return self._queued_frames - self._done_frames
 
+    @property
+    def bytes(self) -> int:
+        """Bytes queued and not yet committed."""
+        return self._queued_bytes - self._done_bytes
+
     def lag(self) -> float:
         """Seconds since the oldest row not yet committed was queued (0 when none waits)."""
         done = self._done_rows

@@ -207,6 +207,11 @@ class Writer:
         """Frames queued and not yet committed."""
         return self._backlog.frames
 
+    @property
+    def backlog_bytes(self) -> int:
+        """Bytes queued and not yet committed."""
+        return self._backlog.bytes
+
     def wait_below_limit(self, timeout: float | None = None) -> bool:
         """Block (a reader thread, never the loop) until the backlog is under half its limits.
 
