@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+import re
 import subprocess
 from collections.abc import Iterator
 
@@ -9,7 +11,7 @@ import click
 import pytest
 
 from mcptape.cli.main import COMMANDS, cli
-from tests.conftest import MCPTAPE
+from tests.conftest import MCPTAPE, ROOT
 
 
 def load(name: str) -> click.Command:
@@ -59,3 +61,75 @@ def test_mcptape_help_lists_every_command() -> None:
         elif in_commands and line.startswith("  ") and line.strip():
             listed.add(line.split()[0])
     assert listed == set(COMMANDS)
+
+
+# -- every command the documentation names exists -------------------------------------------
+
+# Commands planned in DESIGN.md: text may name them only once they are registered.
+PLANNED = ("proxy", "servers", "call", "replay", "serve", "diff")
+_FENCED = re.compile(r"```.*?\n(.*?)```", re.S)
+_INLINE = re.compile(r"`([^`\n]+)`")
+_INVOKED = re.compile(r"(?:^|[\s`$(/'\"])mcptape\s+([a-z][a-z-]*)", re.M)
+
+
+def code_in(text: str) -> list[str]:
+    """The parts of a text that are commands, not prose: fenced blocks, `inline code`, and
+    indented lines that start with `mcptape ` (a help text's examples)."""
+    pieces = _FENCED.findall(text)
+    pieces += _INLINE.findall(_FENCED.sub("", text))
+    pieces += [line for line in text.splitlines() if re.match(r"\s+mcptape ", line)]
+    return pieces
+
+
+def named_commands(text: str) -> set[str]:
+    """Every `mcptape NAME` in the commands of ``text``, and every planned command in backticks."""
+    names = set()
+    for piece in code_in(text):
+        names.update(_INVOKED.findall(piece))
+        if piece.strip() in PLANNED:
+            names.add(piece.strip())
+    return names
+
+
+def help_texts() -> Iterator[tuple[str, str]]:
+    """(where, text) for the group's help and every command's and option's help."""
+    yield "mcptape --help", inspect.cleandoc(cli.help or "")
+    for name in COMMANDS:
+        for path, command in walk(load(name), name):
+            yield f"mcptape {path} --help", inspect.cleandoc(command.help or "")
+            for param in command.params:
+                if isinstance(param, click.Option) and param.help:
+                    yield f"mcptape {path} {'/'.join(param.opts)}", param.help
+
+
+def test_named_commands_are_found_in_code_not_prose() -> None:
+    text = "mcptape sits between.\n  mcptape export last\n\n```sh\nmcptape show last\n.venv/bin/mcptape demo\n```\nsee `replay` and `mcptape sql`"
+    assert named_commands(text) == {"export", "show", "demo", "replay", "sql"}
+
+
+def test_every_command_the_help_texts_name_exists() -> None:
+    wrong = {
+        where: sorted(named - set(COMMANDS))
+        for where, text in help_texts()
+        if (named := named_commands(text))
+    }
+    assert {where: names for where, names in wrong.items() if names} == {}
+
+
+def test_every_command_the_readme_names_exists() -> None:
+    named = named_commands((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert named, "the README names no command at all?"
+    assert sorted(named - set(COMMANDS)) == []
+
+
+def test_the_readme_and_help_promise_nothing_that_is_not_there() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    intro = readme.split("\n## ", 1)[0]
+    # Replay is planned, not built: the first paragraph must not promise it.
+    if "replay" not in COMMANDS:
+        assert "replay" not in intro.lower()
+    assert "any MCP server" not in readme  # only stdio servers can be recorded today
+    for where, text in help_texts():
+        assert "corpus" not in text.lower(), f"{where} names a 'corpus' format it never explains"
+        if "replay" not in COMMANDS:
+            assert "replayed" not in text, f"{where} says something can be replayed"

@@ -4,6 +4,9 @@ one-line argument errors, Node-only launching, and no Node process outliving a k
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import signal
 import subprocess
 import sys
@@ -149,3 +152,23 @@ def test_server_killed_with_sigkill_takes_its_node_process_along(tmp_path: Path)
         server_process.kill()
         server_process.wait()
     assert wait_until_gone(pid), f"node process {pid} outlived the server killed with SIGKILL"
+
+
+def test_started_by_hand_in_a_terminal_it_says_what_it_is_on_stderr() -> None:
+    primary, secondary = pty.openpty()
+    process = subprocess.Popen(
+        [*MCPTAPE, "debug-script"], stdin=secondary, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    os.close(secondary)
+    try:
+        assert process.stderr is not None
+        # A bounded wait (the server says it at start-up, before anything else), not a timing assertion.
+        ready, _, _ = select.select([process.stderr], [], [], 60)
+        assert ready, "nothing on stderr: a person at the terminal is not told what this is"
+        line = process.stderr.readline().decode()
+    finally:
+        process.kill()
+        process.wait()
+        os.close(primary)
+    assert line.startswith("mcptape debug-script: serving the debug-script MCP tool on stdin/stdout")
+    assert "meant to be started by an MCP client" in line and "Ctrl-C stops it" in line

@@ -70,7 +70,10 @@ def test_typescript_interface_line_under_tsx_is_no_hit_and_says_why() -> None:
     command = f"node --inspect-brk=0 --import {TSX_LOADER} tsx/app.ts"
     message = error(call(args(command, "tsx/util.ts", 2, "point")))
     assert message.startswith(PROCESS_EXITED)
-    assert "Line 2 compiles to no JavaScript" in message
+    assert message == (
+        f"{PROCESS_EXITED}. Line 2 compiles to no JavaScript (a type-only line such as an interface or type "
+        "declaration), so there is nothing to stop at; the next line with code is 7."
+    )
 
 
 def test_lone_surrogate_in_a_value_is_escaped_and_the_server_keeps_answering() -> None:

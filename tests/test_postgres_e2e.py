@@ -378,7 +378,8 @@ def test_sessions_lists_the_recorded_session(corpus_database: tuple[Database, st
     )
     table = mcptape("sessions", "--db", database.url)
     assert table.returncode == 0, table.stderr
-    assert session_id[:12] in table.stdout and "ok (exit 0)" in table.stdout
+    row = next(line for line in table.stdout.splitlines() if line.startswith(session_id[:12]))
+    assert row.split()[1:3] == ["everything", "ok"]
 
 
 def test_show_last_prints_the_timeline(corpus_database: tuple[Database, str]) -> None:
@@ -386,10 +387,11 @@ def test_show_last_prints_the_timeline(corpus_database: tuple[Database, str]) ->
     proc = mcptape("show", "last", "--db", database.url)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith(f"session {session_id} · 'everything' · ok (exit 0)")
-    assert "client" in lines[0] and "server" in lines[0]
-    assert len(lines) == 1 + len(corpus_lines(CORPUS_FILE)) + 1  # header, frames, the exit event
-    assert "initialize #0" in lines[1]
+    assert lines[0] == f"session {session_id[:12]} · everything · ok"
+    assert lines[1] == "upstream npx server-everything"
+    assert "client" in lines[2] and "server" in lines[2]
+    assert len(lines) == 3 + len(corpus_lines(CORPUS_FILE)) + 1  # header, frames, the exit event
+    assert "initialize #0" in lines[3]
     frames = mcptape("show", session_id[:8], "--json", "--db", database.url)
     assert [json.loads(line)["seq"] for line in frames.stdout.splitlines()] == list(
         range(1, len(corpus_lines(CORPUS_FILE)) + 1)

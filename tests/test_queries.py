@@ -98,7 +98,7 @@ def test_timeline_summaries_say_what_each_message_carries() -> None:
     assert "1/3 (token 13)" in summaries
     assert any(s.startswith("info everything-server: Roots") for s in summaries)
     assert "acc-model: canned-from-client" in summaries
-    assert "1 roots: file:///tmp/acc-root" in summaries
+    assert "1 root: file:///tmp/acc-root" in summaries
 
 
 def test_error_and_malformed_and_proxy_frames_are_summarised() -> None:
@@ -133,7 +133,7 @@ def test_summaries_leave_out_2026_meta_and_fall_back_to_compact_json() -> None:
 
 def test_rendered_lines_show_the_offset_from_the_session_start() -> None:
     line = Timeline().frame_line(stored(1, '{"jsonrpc":"2.0","id":1,"method":"ping"}', "c2s", ts=100.2134))
-    assert render_line(line, 100.0) == "  +0.213s  →  request       ping #1"
+    assert render_line(line, 100.0) == " +0.213s → req    ping #1"
 
 
 def test_events_interleave_with_frames_by_time_and_frames_win_ties() -> None:
@@ -153,8 +153,8 @@ def test_events_interleave_with_frames_by_time_and_frames_win_ties() -> None:
 
 
 def test_status_and_duration_read_naturally() -> None:
-    assert status_text("ok", 0) == "ok (exit 0)"
-    assert status_text("error", -9) == "error (signal 9)"
+    assert status_text("ok", 0) == "ok"
+    assert status_text("error", -9) == "error (server signal 9)"
     assert status_text("running", None) == "running"
     assert [format_duration(s) for s in (0.8412, 12.34, 245, 7380, None)] == [
         "0.84s",

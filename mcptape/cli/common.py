@@ -16,7 +16,22 @@ class UserError(click.ClickException):
     exit_code = 2
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"mcptape: error: {self.format_message()}", err=True)
+        from mcptape.cli.safe_text import safe
+
+        # Messages quote names a recording controls (sessions, servers, methods).
+        click.echo(f"mcptape: error: {safe(self.format_message())}", err=True)
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C: one line on stderr and the status a shell gives SIGINT (130), not click's "Aborted!"."""
+
+    exit_code = 130
+
+    def __init__(self, message: str = "interrupted") -> None:
+        super().__init__(message)
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"mcptape: {self.format_message()}", err=True)
 
 
 def db_option(func: F) -> F:
@@ -30,3 +45,20 @@ def db_option(func: F) -> F:
         default=None,
         help="Recording database: a file path or a SQLAlchemy URL (default: the per-user data directory).",
     )(func)
+
+
+class Seconds(click.ParamType):
+    """A positive, finite number of seconds: ``nan``, ``inf``, 0 and negatives are usage errors."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        import math
+
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not math.isfinite(seconds) or seconds <= 0:
+            self.fail(f"{value!r} is not a time limit: give a finite number of seconds above 0", param, ctx)
+        return seconds

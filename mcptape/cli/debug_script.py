@@ -61,4 +61,22 @@ def debug_script(allow_commands: tuple[str, ...], allow_any_command: bool) -> No
     from mcptape.servers.debug_script.policy import CommandPolicy
     from mcptape.servers.debug_script.server import main
 
+    if _isatty(0):
+        # Typed lines would only be malformed JSON-RPC: say what this is for.
+        click.echo(
+            "mcptape debug-script: serving the debug-script MCP tool on stdin/stdout (JSON-RPC); it is meant "
+            'to be started by an MCP client, e.g. "debug-script": {"command": "mcptape", "args": '
+            '["debug-script"]} in an mcpServers config. Ctrl-C stops it.',
+            err=True,
+        )
+
     main(CommandPolicy(frozenset(allow_commands), allow_any_command))
+
+
+def _isatty(fd: int) -> bool:
+    import os
+
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False

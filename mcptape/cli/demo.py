@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 import click
 
-from mcptape.cli.common import db_option
+from mcptape.cli.common import Interrupted, db_option
 
 MCPTAPE = [sys.executable, "-m", "mcptape"]
 
@@ -22,10 +22,14 @@ TOOL_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("fail", {"reason": "on purpose"}),
 ]
 
+# Portable SQL: stock PostgreSQL has no round(double precision, integer) (mcptape's migration
+# 0003 adds one); rounding to 0.01 ms by hand works on any database and any SQL tool.
 TOOL_CALLS_SQL = (
-    "select tool, is_error, round(latency_ms, 2) as latency_ms from tool_calls"
+    "select tool, is_error, round(latency_ms * 100) / 100 as latency_ms from tool_calls"
     " where session_id = (select id from sessions where name = 'demo' order by started_at desc limit 1)"
 )
+# Every method seen, with how often; responses have no method of their own, so count requests.
+METHODS_SQL = "select method, count(*) as n from exchanges group by 1 order by 2 desc"
 
 
 class DemoFailed(click.ClickException):
@@ -34,7 +38,9 @@ class DemoFailed(click.ClickException):
     exit_code = 1
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"mcptape: error: {self.format_message()}", err=True)
+        from mcptape.cli.safe_text import safe
+
+        click.echo(f"mcptape: error: {safe(self.format_message())}", err=True)
 
 
 @click.command()
@@ -74,46 +80,94 @@ def demo(db: str | None, quiet: bool) -> None:
         "mcptape.servers.demo",
     ]
     say: Callable[[str], None] = (lambda _line: None) if quiet else click.echo
+    me = invocation()
     say("An MCP client talks to the demo server through the recorder:")
-    say(f"  $ {shlex.join(['mcptape', *command[3:]])}")
+    say(f"  $ {shlex.join([*me, *command[3:]])}")
     say("")
     # The recorder's stderr (and the server's, which it passes on) would interleave with
     # the narration; it is kept aside and shown only if the session fails.
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
         try:
             anyio.run(drive_demo_session, command, say, errlog)
-        except Exception as exc:
+        except BaseException as exc:
+            if _interrupted(exc):
+                raise Interrupted("the demo was interrupted") from None
+            if not isinstance(exc, Exception):
+                raise
             errlog.seek(0)
             tail = "".join(errlog.readlines()[-15:])
             if tail:
                 click.echo(tail.rstrip(), err=True)
             where = "; the recorder's last messages are above" if tail else ""
             raise DemoFailed(f"the demo session failed: {_describe(exc)}{where}") from None
+    prog = shlex.join(me)
     hint = f" --db {shlex.quote(db)}" if db is not None else ""
     failed = []
     for title, shown, args in [
-        ("What was recorded", f"mcptape show{hint} last", ["show", *db_args, "last"]),
+        ("What was recorded", f"{prog} show{hint} last", ["show", *db_args, "last"]),
         # Shown in double quotes, as people type it: shlex would escape the SQL's single quotes.
         (
             "Tool calls, answered by SQL",
-            f'mcptape sql{hint} "{TOOL_CALLS_SQL}"',
+            f'{prog} sql{hint} "{TOOL_CALLS_SQL}"',
             ["sql", *db_args, TOOL_CALLS_SQL],
         ),
     ]:
         click.echo(f"\n{title}:\n  $ {shown}")
         if not run_mcptape(args):
             failed.append(args[0])
-    suggestions = [
-        (f"mcptape sessions{hint}", "every recorded session"),
-        (f'mcptape sql{hint} "select method, count(*) from frames group by 1"', "any SQL over the traffic"),
-        (f"mcptape record{hint} -- <your server command>", "record your own server"),
-        ("mcptape wrap --dry-run", "record your desktop client's servers"),
-    ]
     click.echo("\nTry next:")
-    for line, why in suggestions:
+    for line, why in suggestions(prog, hint):
         click.echo(f"  {line}\n      {why}")
     if failed:
         raise DemoFailed(f"`mcptape {' and '.join(failed)}` failed; see the messages above")
+
+
+def suggestions(prog: str, hint: str) -> list[tuple[str, str]]:
+    """What to try after the tour, as commands that work as printed (``prog`` is how to run
+    mcptape here, ``hint`` the --db option when one was given)."""
+    from mcptape.config import default_client_config_path
+
+    config = default_client_config_path()
+    # Without a desktop client's config, wrap needs the path of an mcpServers file.
+    wrap = f"{prog} wrap --dry-run" if config.exists() else f"{prog} wrap --dry-run PATH/TO/mcp.json"
+    return [
+        (f"{prog} sessions{hint}", "every recorded session"),
+        (f'{prog} sql{hint} "{METHODS_SQL}"', "any SQL over the traffic"),
+        (f"{prog} record{hint} -- <your server command>", "record your own server"),
+        (wrap, "record your desktop client's servers"),
+    ]
+
+
+def invocation() -> list[str]:
+    """How to run this mcptape from here, as short as works: ``mcptape`` when that is on PATH
+    and is this one, else the console script as it was typed or installed (relative under the
+    current directory, e.g. ``.venv/bin/mcptape``), else ``python -m mcptape``."""
+    import shutil
+
+    from mcptape.wrapping import mcptape_launcher
+
+    typed = (
+        sys.argv[0] if os.path.basename(sys.argv[0]) == "mcptape" and os.path.isfile(sys.argv[0]) else None
+    )
+    launcher = [typed] if typed else mcptape_launcher()
+    on_path = shutil.which("mcptape")
+    if len(launcher) == 1 and on_path and os.path.realpath(on_path) == os.path.realpath(launcher[0]):
+        return ["mcptape"]
+    return [_shortest(launcher[0]), *launcher[1:]]
+
+
+def _shortest(path: str) -> str:
+    relative = os.path.relpath(os.path.abspath(path))
+    # A relative path needs a slash, or the shell would look the name up on PATH.
+    return relative if not relative.startswith("..") and os.sep in relative else path
+
+
+def _interrupted(exc: BaseException) -> bool:
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_interrupted(e) for e in exc.exceptions)
+    return False
 
 
 def run_mcptape(args: list[str]) -> bool:
@@ -135,6 +189,7 @@ async def drive_demo_session(command: list[str], say: Callable[[str], None], err
     from mcp_types import Implementation, LoggingMessageNotificationParams
 
     from mcptape import __version__
+    from mcptape.cli.summaries import count_of
 
     logs: list[str] = []
     steps: list[float] = []
@@ -176,14 +231,18 @@ async def drive_demo_session(command: list[str], say: Callable[[str], None], err
             text = " ".join(getattr(block, "text", f"<{block.type}>") for block in result.content)
             shown = json.dumps(result.structured_content) if result.structured_content else text
             outcome = f"isError: {text}" if result.is_error else shown
-            extra = f"  ({len(logs)} log messages, {len(steps)} progress notifications)" if logs else ""
+            counts = f"{count_of(len(logs), 'log message')}, {count_of(len(steps), 'progress notification')}"
+            extra = f"  ({counts})" if logs else ""
             step(f"tools/call {name} {json.dumps(arguments)}", f"{outcome}{extra}")
         for uri in ("demo://readme", "demo://greeting/Ada"):
             contents = (await client.read_resource(uri)).contents
             first = getattr(contents[0], "text", "").splitlines()[0] if contents else ""
             step(f"resources/read {uri}", repr(first))
         prompt = await client.get_prompt("review", {"code": "print('hi')", "language": "python"})
-        step("prompts/get review", f"{len(prompt.messages)} message for the {prompt.messages[0].role}")
+        step(
+            "prompts/get review",
+            f"{count_of(len(prompt.messages), 'message')} for the {prompt.messages[0].role}",
+        )
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,10 +1,14 @@
-"""`mcptape export`: a session as JSONL in the corpus format, so it can go wherever a corpus file can.
+"""`mcptape export`: a session's frames as JSONL, the exact wire text of each.
 
 One line per frame, ``{"dir": "c2s"|"s2c", "t": seconds since the session started,
 "frame": "<exact text>"}``, written like Python's ``json.dumps`` does by default
-(ASCII with ``\\u`` escapes), which is how the corpus files are written. Two keys
-appear only when needed: ``"origin": "proxy"`` for frames mcptape wrote itself, and
+(ASCII with ``\\u`` escapes; the test fixtures in tests/data use the same format). Two
+keys appear only when needed: ``"origin": "proxy"`` for frames mcptape wrote itself, and
 ``"raw_b64"`` (the exact bytes, base64) for frames whose bytes are not valid UTF-8.
+
+``-o FILE`` writes a private file (mode 0600: recordings hold what passed between client
+and server) under a temporary name and renames it into place when complete; it refuses
+to replace anything but a regular file (a symlink, a FIFO, a device).
 """
 
 from __future__ import annotations
@@ -12,18 +16,20 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.safe_text import safe
 
 if TYPE_CHECKING:
     from mcptape.store.queries import StoredFrame
 
 
 def export_line(frame: StoredFrame, started_at: float) -> str:
-    """One frame as a corpus line (without its newline)."""
+    """One frame as an export line (without its newline)."""
     import base64
     import json
 
@@ -36,11 +42,67 @@ def export_line(frame: StoredFrame, started_at: float) -> str:
 
 
 def write_export(out: IO[str], frames: Any, started_at: float) -> int:
-    """Write every frame as a corpus line; returns how many were written."""
+    """Write every frame as an export line; returns how many were written."""
     count = 0
     for frame in frames:
         out.write(export_line(frame, started_at) + "\n")
         count += 1
+    return count
+
+
+def check_target(path: str) -> None:
+    """Refuse to replace anything but a regular file: a symlink would be swapped for a file
+    (and the data would not go where it points), a FIFO or a device would become a file."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    if stat.S_ISREG(mode):
+        return
+    what = (
+        "a symlink"
+        if stat.S_ISLNK(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a directory"
+        if stat.S_ISDIR(mode)
+        else "not a regular file"
+    )
+    raise UserError(
+        f"{path} is {what}; `export -o` only creates or replaces regular files: "
+        "give another path, or write to stdout (omit -o) and redirect it"
+    )
+
+
+def write_private_file(path: str, write: Callable[[IO[str]], int]) -> int:
+    """Write ``path`` (mode 0600) through ``write`` under a temporary name beside it, then
+    rename it into place; returns what ``write`` returned. Nothing is left behind on error."""
+    import tempfile
+
+    check_target(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        # mkstemp creates the file 0600 and O_EXCL: no umask, no following a planted link.
+        fd, partial = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".partial", dir=directory)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            count = write(out)
+        check_target(path)  # it may have changed while we wrote
+        os.replace(partial, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
     return count
 
 
@@ -52,18 +114,21 @@ def write_export(out: IO[str], frames: Any, started_at: float) -> int:
     "--output",
     metavar="FILE",
     default="-",
-    help="Write to FILE (replaced only once the export is complete) instead of stdout.",
+    help="Write to FILE instead of stdout: a new file readable by you alone, put in place once "
+    "complete. An existing FILE must be a regular file (not a symlink or FIFO).",
 )
 def export(session: str, db: str | None, output: str) -> None:
-    """Export a session as JSONL, one frame per line, in the corpus format.
+    """Export a session as JSONL: one line per frame, with its exact text.
 
     SESSION is a session id, a unique prefix of one, a session name (the
-    latest with that name) or `last`. Each line is
-    {"dir": "c2s"|"s2c", "t": SECONDS_SINCE_START, "frame": "EXACT TEXT"},
-    plus "origin": "proxy" for frames mcptape wrote itself and "raw_b64" (the
-    exact bytes in base64) for frames that were not valid UTF-8. The frames
-    are the recorded text, unchanged: an export can be replayed, diffed or
-    added to a test corpus.
+    latest with that name) or `last`. Each line is a JSON object
+    {"dir": "c2s"|"s2c", "t": SECONDS_SINCE_START, "frame": "EXACT TEXT"}:
+    the direction (client to server or back), the time since the session
+    started, and the frame as it was on the wire (a JSON-RPC message in a
+    JSON string). "origin": "proxy" marks frames mcptape wrote itself, and
+    "raw_b64" holds the exact bytes in base64 for frames that were not valid
+    UTF-8. The frames are the recorded text, unchanged: an export can be
+    diffed, searched with jq or kept as a test fixture.
 
     \b
     Examples:
@@ -84,16 +149,9 @@ def export(session: str, db: str | None, output: str) -> None:
             if output == "-":
                 write_export(sys.stdout, frames, row["started_at"])
                 return
-            partial = f"{output}.partial"
-            try:
-                with open(partial, "w", encoding="utf-8", newline="\n") as out:
-                    count = write_export(out, frames, row["started_at"])
-                os.replace(partial, output)
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.unlink(partial)
-                raise UserError(f"cannot write {output}: {exc.strerror or exc}") from None
-            click.echo(f"exported {count} frames of session {row['id'][:12]} to {output}", err=True)
+            count = write_private_file(output, lambda out: write_export(out, frames, row["started_at"]))
+            noun = "frame" if count == 1 else "frames"
+            click.echo(safe(f"exported {count} {noun} of session {row['id'][:12]} to {output}"), err=True)
     except SQLAlchemyError as exc:
         raise UserError(f"cannot read the recording: {database_message(exc)}") from None
     finally:

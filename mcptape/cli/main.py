@@ -13,6 +13,10 @@ from typing import Any
 import click
 
 from mcptape import __version__
+from mcptape.cli.common import Interrupted
+
+_SUBCOMMAND_ARGS = "mcptape.subcommand_args"
+
 
 # name -> "module:attribute"; the order is the order `--help` lists them in.
 COMMANDS: dict[str, str] = {
@@ -29,10 +33,41 @@ COMMANDS: dict[str, str] = {
 
 
 class LazyGroup(click.Group):
-    """A group that imports a command's module only when the command is needed."""
+    """A group that imports a command's module only when the command is needed.
+
+    It also makes the common slips easy to recover from: a mistyped command gets the
+    nearest command name, an unknown option among a server's arguments (`mcptape record
+    npx -y ...`) gets the `--` that was missing, and Ctrl-C ends any command with status
+    130 and one line rather than click's "Aborted!".
+    """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] not in COMMANDS and not args[0].startswith("-"):
+            from mcptape.cli.hints import did_you_mean
+
+            ctx.fail(f"No such command {args[0]!r}.{did_you_mean(args[0], COMMANDS)}")
+        name, command, rest = super().resolve_command(ctx, args)
+        ctx.meta[_SUBCOMMAND_ARGS] = list(rest)
+        return name, command, rest
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.NoSuchOption as exc:
+            from mcptape.cli.hints import double_dash_hint
+
+            if exc.ctx is not None and exc.ctx.command is not self:
+                hint = double_dash_hint(exc.ctx.command, ctx.meta.get(_SUBCOMMAND_ARGS, []), exc.option_name)
+                if hint:
+                    raise click.UsageError(f"{exc.format_message()} {hint}", ctx=exc.ctx) from None
+            raise
+        except KeyboardInterrupt:
+            raise Interrupted() from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)

@@ -22,6 +22,8 @@ from typing import IO, Any, Final, TypeVar
 
 import click
 
+from mcptape.cli.safe_text import safe
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 FORMATS: Final = ("table", "json", "nl", "csv")
@@ -34,13 +36,6 @@ _HELP: Final = {
 ELLIPSIS: Final = "…"
 _MIN_CUT_WIDTH: Final = 6
 _GAP: Final = "  "
-# Control characters and Unicode line separators would break a table's (or a timeline's)
-# lines; show them the way JSON writes them.
-_CONTROL_ESCAPES: Final = {i: f"\\u{i:04x}" for i in (*range(32), *range(127, 160), 0x2028, 0x2029)} | {
-    9: "\\t",
-    10: "\\n",
-    13: "\\r",
-}
 
 
 def output_options(func: F) -> F:
@@ -60,17 +55,20 @@ def emit(
     file: IO[str] | None = None,
     width: int | None = None,
     keep: Collection[str] = (),
+    shrink_first: Sequence[str] = (),
 ) -> None:
     """Write ``rows`` (sequences in ``columns`` order) to ``file`` (stdout) in format ``fmt``.
 
     ``width`` limits a table's line length; by default it is the terminal's width when
     stdout is a terminal, ``$COLUMNS`` when set, and unlimited otherwise (so a piped
     table keeps whole cells). Table columns named in ``keep`` (ids, times) are never cut;
-    the others give up their width first. JSON, NDJSON and CSV stream row by row.
+    the others give up their width: those named in ``shrink_first`` in that order, each
+    down to its minimum, then the widest first. JSON, NDJSON and CSV stream row by row.
     """
     out = file if file is not None else sys.stdout
     if fmt == "table":
-        write_table(out, rows, columns, width if width is not None else terminal_width(), keep=keep)
+        limit = width if width is not None else terminal_width()
+        write_table(out, rows, columns, limit, keep=keep, shrink_first=shrink_first)
     elif fmt in ("json", "nl"):
         write_json(out, rows, columns, lines=fmt == "nl")
     elif fmt == "csv":
@@ -208,8 +206,8 @@ def cell_text(value: Any) -> str:
 
 
 def one_line(text: str) -> str:
-    """``text`` with line breaks and other control characters escaped (``\\n``, ``\\u2028``)."""
-    return text.translate(_CONTROL_ESCAPES)
+    """``text`` on one line, safe for a terminal: see :func:`mcptape.cli.safe_text.safe`."""
+    return safe(text)
 
 
 def char_width(ch: str) -> int:
@@ -247,8 +245,11 @@ def pad(text: str, width: int, *, right: bool) -> str:
     return fill + text if right else text + fill
 
 
-def fit_widths(natural: Sequence[int], minimum: Sequence[int], limit: int | None) -> list[int]:
-    """Column widths that fit ``limit`` (gaps included): the widest columns give up space first.
+def fit_widths(
+    natural: Sequence[int], minimum: Sequence[int], limit: int | None, shrink_first: Sequence[int] = ()
+) -> list[int]:
+    """Column widths that fit ``limit`` (gaps included): the columns at the indexes in
+    ``shrink_first`` give up space first, in that order; then the widest columns.
 
     No column goes below its ``minimum``; when even that does not fit, lines run long.
     """
@@ -256,6 +257,11 @@ def fit_widths(natural: Sequence[int], minimum: Sequence[int], limit: int | None
     if limit is None:
         return widths
     budget = limit - len(_GAP) * max(0, len(widths) - 1)
+    for index in shrink_first:
+        excess = sum(widths) - budget
+        if excess <= 0:
+            return widths
+        widths[index] = max(minimum[index], widths[index] - excess)
 
     def total(cap: int) -> int:
         return sum(min(w, max(cap, m)) for w, m in zip(widths, minimum, strict=True))
@@ -283,6 +289,7 @@ def write_table(
     width: int | None,
     *,
     keep: Collection[str] = (),
+    shrink_first: Sequence[str] = (),
 ) -> None:
     """Write an aligned table with a header and a dashed rule, fitted to ``width`` columns."""
     raw_rows = [list(row) for row in rows]
@@ -300,7 +307,8 @@ def write_table(
         n if c in keep else min(n, max(_MIN_CUT_WIDTH, display_width(h)))
         for n, h, c in zip(natural, headers, columns, strict=True)
     ]
-    widths = fit_widths(natural, minimum, width)
+    order = [list(columns).index(c) for c in shrink_first if c in columns]
+    widths = fit_widths(natural, minimum, width, order)
 
     def line(cells: Sequence[str]) -> str:
         parts = [pad(cut(c, w), w, right=r) for c, w, r in zip(cells, widths, right, strict=True)]

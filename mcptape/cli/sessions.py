@@ -10,14 +10,17 @@ import click
 
 from mcptape.cli.common import UserError, db_option
 from mcptape.cli.output import output_options
+from mcptape.cli.safe_text import safe
 
 if TYPE_CHECKING:
     from sqlalchemy import RowMapping
 
     from mcptape.store import Store
 
-TABLE_COLUMNS = ["id", "name", "upstream", "started", "duration", "frames", "status"]
-KEEP_WHOLE = ("id", "started", "duration", "frames", "status")  # a narrow terminal cuts name and upstream
+# Most useful first: what to type to see it, what it is, how it ended; the long upstream last.
+TABLE_COLUMNS = ["id", "name", "status", "started", "duration", "frames", "upstream"]
+KEEP_WHOLE = ("id", "started", "duration", "frames")
+SHRINK_FIRST = ("upstream", "name")  # a narrow terminal cuts these first, then the status
 DATA_COLUMNS = [
     "id", "name", "mode", "transport", "upstream", "started", "ended", "duration_s",
     "frames", "status", "exit_code", "protocol_version", "client", "server",
@@ -25,13 +28,10 @@ DATA_COLUMNS = [
 
 
 def status_text(status: str | None, exit_code: int | None) -> str:
-    """A session's status with its upstream's exit: ``ok (exit 0)``, ``error (signal 9)``."""
-    text = status or "?"
-    if exit_code is None:
-        return text
-    if exit_code < 0:  # subprocess reports death by signal N as -N
-        return f"{text} (signal {-exit_code})"
-    return f"{text} (exit {exit_code})"
+    """A finished session's status in words (see :func:`mcptape.cli.status.status_label`)."""
+    from mcptape.cli.status import status_label
+
+    return status_label(status, exit_code)
 
 
 def format_duration(seconds: float | None) -> str:
@@ -49,11 +49,14 @@ def format_duration(seconds: float | None) -> str:
     return f"{hours}h{minutes:02d}m"
 
 
-def local_time(ts: float | None) -> str:
-    """Epoch seconds as local wall-clock time, to the minute (``2026-11-25 21:43``)."""
+def local_time(ts: float | None, now: float | None = None) -> str:
+    """Epoch seconds as local wall-clock time, short: ``11-25 21:43`` this year, else ``2025-11-25``."""
     if ts is None:
         return ""
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+    when = time.localtime(ts)
+    if when.tm_year == time.localtime(now).tm_year:
+        return time.strftime("%m-%d %H:%M", when)
+    return time.strftime("%Y-%m-%d", when)
 
 
 def iso_time(ts: float | None) -> str | None:
@@ -69,22 +72,23 @@ def _peer(name: str | None, version: str | None) -> str | None:
     return f"{name} {version}".rstrip() if name and version else name
 
 
-def table_row(row: RowMapping) -> list[Any]:
-    """A session as the table shows it: short id, local start time, readable duration."""
+def table_row(row: RowMapping, label: str) -> list[Any]:
+    """A session as the table shows it: short id, status ``label``, local start, readable duration."""
     ended = row["ended_at"]
     return [
         row["id"][:12],
         row["name"],
-        row["upstream"],
+        label,
         local_time(row["started_at"]),
         format_duration(ended - row["started_at"] if ended is not None else None),
         row["frames"],
-        status_text(row["status"], row["exit_code"]),
+        row["upstream"],
     ]
 
 
-def data_row(row: RowMapping) -> list[Any]:
-    """A session for programs: full id, ISO times, duration in seconds, exit code on its own."""
+def data_row(row: RowMapping, lost: bool = False) -> list[Any]:
+    """A session for programs: full id, ISO times, duration in seconds, exit code on its own;
+    the status as stored, or ``lost`` for a running session whose recorder is gone."""
     ended = row["ended_at"]
     return [
         row["id"],
@@ -96,12 +100,54 @@ def data_row(row: RowMapping) -> list[Any]:
         iso_time(ended),
         round(ended - row["started_at"], 6) if ended is not None else None,
         row["frames"],
-        row["status"],
+        "lost" if lost else row["status"],
         row["exit_code"],
         row["protocol_version"],
         _peer(row["client_name"], row["client_version"]),
         _peer(row["server_name"], row["server_version"]),
     ]
+
+
+def recorder_gone(store: Store, row: RowMapping) -> bool | None:
+    """For a ``running`` session: is its recorder known to be gone (True), alive (False), unknown?
+
+    Only a file on this machine is checked: a server database (PostgreSQL) holds sessions
+    recorded on other machines, whose pids mean nothing here.
+    """
+    from mcptape.cli.status import recorder_alive
+
+    if row["status"] != "running" or store.path is None:
+        return None
+    alive = recorder_alive(row.get("pid"), row["started_at"])
+    return None if alive is None else not alive
+
+
+def server_spoke(conn: Any, session_id: str) -> bool:
+    """Whether the server sent the session at least one frame."""
+    from sqlalchemy import select
+
+    from mcptape.store.schema import frames
+
+    query = (
+        select(frames.c.seq)
+        .where(frames.c.session_id == session_id, frames.c.direction == "s2c", frames.c.origin == "server")
+        .limit(1)
+    )
+    return conn.execute(query).first() is not None
+
+
+def session_label(store: Store, conn: Any, row: RowMapping) -> str:
+    """The status label of one session row, looking at the recording only when it matters."""
+    from mcptape.cli.status import status_label
+
+    gone = recorder_gone(store, row)
+    spoke = True
+    code = row["exit_code"]
+    if row["status"] in ("ok", "closed", "error") and code is not None and code != 0:
+        spoke = server_spoke(conn, row["id"])
+    return status_label(
+        row["status"], code, server_spoke=spoke, recorder_alive=None if gone is None else not gone
+    )
 
 
 def open_for_reading(db: str | None) -> Store:
@@ -145,12 +191,19 @@ def database_message(exc: BaseException) -> str:
 def sessions(db: str | None, limit: int | None, name: str | None, fmt: str) -> None:
     """List recorded sessions, latest first.
 
-    The table shows the short id (what `show`, `export` and `replay` accept,
-    as does any unique prefix, the session name or `last`), the name, the
-    upstream, the local start time, how long the session lasted, its frame
-    count and its status with the upstream's exit code. --json, --nl and --csv
-    give programs the full id, ISO 8601 times, the duration in seconds, the
-    exit code, protocol version and client and server names.
+    The table shows the short id (what `show` and `export` accept, as does
+    any unique prefix, the session name or `last`), the name, the status,
+    the local start time, how long the session lasted, its frame count and
+    the upstream (the server's command line). Statuses: running; ok (the
+    server exited 0); closed (the client left; "closed (server exit N)" when
+    the server's exit then was not 0); failed
+    (the server exited with an error before sending anything: it did not
+    start); error (the server ended the session with status N or signal N);
+    interrupted (mcptape was stopped by a signal); lost (still marked
+    running, but the recorder on this machine is gone). --json, --nl and
+    --csv give programs the full id, ISO 8601 times, the duration in
+    seconds, the status as stored (or lost), the exit code, protocol version
+    and client and server names.
 
     \b
     Examples:
@@ -161,19 +214,26 @@ def sessions(db: str | None, limit: int | None, name: str | None, fmt: str) -> N
     from sqlalchemy.exc import SQLAlchemyError
 
     from mcptape.cli.output import emit
-    from mcptape.store.queries import list_sessions
+    from mcptape.store.queries import connect, list_sessions
 
     store = open_for_reading(db)
     try:
-        rows = list_sessions(store, limit=limit, name=name)
+        with connect(store) as conn:
+            rows = list_sessions(conn, limit=limit, name=name)
+            labels = [session_label(store, conn, r) for r in rows]
     except SQLAlchemyError as exc:
         raise UserError(f"cannot list sessions: {database_message(exc)}") from None
     finally:
         store.close()
     if fmt == "table":
-        emit([table_row(r) for r in rows], TABLE_COLUMNS, fmt, keep=KEEP_WHOLE)
+        emit(
+            [table_row(r, label) for r, label in zip(rows, labels, strict=True)],
+            TABLE_COLUMNS,
+            fmt,
+            keep=KEEP_WHOLE,
+        )
         if not rows:
             where = f" named {name!r}" if name is not None else ""
-            click.echo(f"no sessions{where} in {store.where}", err=True)
+            click.echo(safe(f"no sessions{where} in {store.where}"), err=True)
     else:
-        emit((data_row(r) for r in rows), DATA_COLUMNS, fmt)
+        emit((data_row(r, label == "lost") for r, label in zip(rows, labels, strict=True)), DATA_COLUMNS, fmt)

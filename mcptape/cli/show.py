@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.safe_text import safe, safe_lines
 from mcptape.cli.summaries import _dict, compact, summarize_request, summarize_result
 from mcptape.frames import encode_id
 
@@ -25,6 +26,20 @@ if TYPE_CHECKING:
 
 ARROWS: Final = {"c2s": "→", "s2c": "←"}
 EVENT_MARK: Final = "·"
+# Short kinds keep the summary, the most telling part, on an 80-column line.
+KIND_SHORT: Final = {
+    "request": "req",
+    "notification": "notif",
+    "response": "resp",
+    "error": "error",
+    "batch": "batch",
+    "malformed": "bad",
+    "process_start": "start",
+    "process_exit": "exit",
+    "client_closed": "closed",
+}
+KIND_WIDTH: Final = 6
+METHOD_WIDTH: Final = 22  # a longer method pushes its summary right rather than being cut
 
 
 @dataclass(slots=True)
@@ -101,11 +116,13 @@ def event_line(event: StoredEvent) -> Line:
 
 
 def render_line(line: Line, start: float) -> str:
-    """A line as text: offset from the session start, arrow, kind, method and id, summary."""
-    from mcptape.cli.output import one_line
+    """A line as text: offset from the session start, arrow, kind, method and id, summary.
 
+    Everything a recording controls is escaped (:func:`mcptape.cli.safe_text.safe`).
+    """
     offset = f"{'+' if line.ts >= start else '-'}{abs(line.ts - start):.3f}s"
-    text = f"{offset:>9}  {line.mark}  {line.kind:<13} {line.method:<26}  {one_line(line.summary)}"
+    kind = KIND_SHORT.get(line.kind, line.kind)
+    text = f"{offset:>8} {line.mark} {safe(kind):<{KIND_WIDTH}} {safe(line.method):<{METHOD_WIDTH}} {safe(line.summary)}"
     return text.rstrip()
 
 
@@ -122,26 +139,30 @@ def merge(frame_lines: Iterator[Line], event_lines: Iterator[Line]) -> Iterator[
         yield from event_lines
 
 
-def header(row: RowMapping, handshake: dict[str, str]) -> str:
-    """The session in one line: id, name, status, upstream, protocol, client and server."""
-    from mcptape.cli.sessions import status_text
+def header(row: RowMapping, handshake: dict[str, str], label: str) -> list[str]:
+    """The session in up to three short lines, most useful first: short id, name and status
+    ``label``; the upstream; protocol, client and server. Escaped, not yet cut."""
 
     def pick(key: str) -> str:
         value = row.get(key) or handshake.get(key)
         return str(value) if value else ""
 
-    parts = [f"session {row['id']}"]
+    first = [f"session {row['id'][:12]}"]
     if row["name"]:
-        parts.append(repr(row["name"]))
-    parts.append(status_text(row["status"], row["exit_code"]))
+        first.append(row["name"])
+    first.append(label)
+    lines = [" · ".join(first)]
     if row["upstream"]:
-        parts.append(row["upstream"])
+        lines.append(f"upstream {row['upstream']}")
+    peers = []
     if pick("protocol_version"):
-        parts.append(f"protocol {pick('protocol_version')}")
+        peers.append(f"protocol {pick('protocol_version')}")
     for side in ("client", "server"):
         if pick(f"{side}_name"):
-            parts.append(f"{side} {pick(f'{side}_name')} {pick(f'{side}_version')}".rstrip())
-    return " · ".join(parts)
+            peers.append(f"{side} {pick(f'{side}_name')} {pick(f'{side}_version')}".rstrip())
+    if peers:
+        lines.append(" · ".join(peers))
+    return [safe(line) for line in lines]
 
 
 def frame_json(frame: StoredFrame) -> dict[str, Any]:
@@ -157,13 +178,13 @@ def frame_json(frame: StoredFrame) -> dict[str, Any]:
         "origin": frame.origin,
         "kind": frame.kind,
         "method": frame.method,
-        "id": orjson.loads(frame.rpc_id) if frame.rpc_id is not None else None,
+        "id": orjson.Fragment(frame.rpc_id) if frame.rpc_id is not None else None,  # exact, 2**64 too
         "size": frame.size,
         "meta": frame.meta_dict(),
     }
-    message = frame.message() if frame.kind != "malformed" else None
-    if message is not None:
-        obj["message"] = message
+    if frame.kind != "malformed" and frame.message() is not None:
+        # The message as written (ids and numbers beyond 64 bits stay exact), not re-encoded.
+        obj["message"] = orjson.Fragment(frame.text)
     else:
         obj["text"] = frame.text
     if frame.raw is not None:
@@ -177,7 +198,8 @@ def full_body(frame: StoredFrame) -> str:
 
     message = frame.message() if frame.kind != "malformed" else None
     text = frame.text if message is None else orjson.dumps(message, option=orjson.OPT_INDENT_2).decode()
-    return "".join(f"      {line}\n" for line in text.splitlines())
+    # Split on line feeds only: the other line breaks are escaped on the line they are in.
+    return "".join(f"      {safe_lines(line)}\n" for line in text.split("\n"))
 
 
 @click.command()
@@ -191,18 +213,27 @@ def full_body(frame: StoredFrame) -> str:
     help="Interleave stderr lines, process start/exit and errors with the frames.",
 )
 @click.option(
-    "--full", is_flag=True, help="Print every message whole (pretty JSON) under its line; cut nothing."
+    "--full",
+    is_flag=True,
+    help="Print every message whole (pretty JSON) under its line; cut nothing. Not with --json, "
+    "which always prints messages whole.",
 )
 def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) -> None:
     """Show one recorded session as a timeline.
 
     SESSION is a session id, a unique prefix of one, a session name (the latest
-    session with that name) or `last`. Each line gives the time since the
+    session with that name) or `last`. The header gives the short id, name
+    and status (see `mcptape sessions --help`), the upstream, the protocol
+    version, client and server. Each line then gives the time since the
     session started, the direction (→ client to server, ← server to client),
-    the kind of message, its method and JSON-RPC id (a response names the
-    method of the request it answers) and a short summary. Lines marked ·
-    are events: the server's stderr, its exit, errors. Answers mcptape itself
-    wrote are marked [proxy].
+    the kind of message (req, notif, resp, error, batch, bad for a line that
+    is not JSON-RPC), its method and JSON-RPC id (a response names the method
+    of the request it answers) and a short summary. Lines marked · are
+    events: the server's stderr, its start and exit, errors. Answers mcptape
+    itself wrote are marked [proxy]. Lines are cut to the terminal's width;
+    --full cuts nothing and prints every message whole. Control characters
+    in what was recorded are shown escaped (\\u001b), never sent to the
+    terminal.
 
     With --json, each frame is printed as one JSON object per line:
     {seq, ts, direction, origin, kind, method, id, size, meta, message} where
@@ -219,9 +250,11 @@ def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) 
     from sqlalchemy.exc import SQLAlchemyError
 
     from mcptape.cli.output import cut, json_text, terminal_width
-    from mcptape.cli.sessions import database_message, open_for_reading, session_or_error
+    from mcptape.cli.sessions import database_message, open_for_reading, session_label, session_or_error
     from mcptape.store.queries import connect, session_events, session_frames, session_handshake
 
+    if full and as_json:
+        raise UserError("--full and --json do not go together: --json always prints every message whole")
     store = open_for_reading(db)
     try:
         with connect(store) as conn:
@@ -235,7 +268,9 @@ def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) 
                 return
             width = None if full else terminal_width()
             known = row["protocol_version"] and row["client_name"] and row["server_name"]
-            out.write(header(row, {} if known else session_handshake(conn, row["id"])) + "\n")
+            handshake = {} if known else session_handshake(conn, row["id"])
+            for text in header(row, handshake, session_label(store, conn, row)):
+                out.write((cut(text, width) if width else text) + "\n")
             timeline = Timeline()
 
             def frame_lines() -> Iterator[Line]:

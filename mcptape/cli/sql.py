@@ -7,7 +7,7 @@ from typing import Any, Final
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import Interrupted, Seconds, UserError, db_option
 from mcptape.cli.output import output_options
 
 # How the databases say a statement tried to write (SQLite, then PostgreSQL).
@@ -26,6 +26,11 @@ _FILE_SIGNS: Final = (
 def error_message(message: str, where: str) -> str:
     """The one-line error for a failed query, from the database's own message."""
     lowered = message.lower()
+    if "not authorized" in lowered:
+        return (
+            f"`mcptape sql` only reads the recording ({message}): writes, ATTACH, schema changes, "
+            "pragma settings and load_extension are refused"
+        )
     if any(sign in lowered for sign in _READONLY_SIGNS):
         return (
             f"the database is opened read-only: {message}; `mcptape sql` only reads "
@@ -41,8 +46,8 @@ def error_message(message: str, where: str) -> str:
     return f"SQL error: {message}"
 
 
-def plain_numbers(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
-    """Rows with exact numbers (PostgreSQL's numeric, e.g. ``sum(size)`` or ``error_code``) as the
+def plain_row(row: Sequence[Any]) -> list[Any]:
+    """A row with exact numbers (PostgreSQL's numeric, e.g. ``sum(size)`` or ``error_code``) as the
     int or float SQLite would give, so --json prints numbers, not strings, on either database."""
     from decimal import Decimal
 
@@ -51,7 +56,13 @@ def plain_numbers(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
             return value
         return int(value) if value == value.to_integral_value() else float(value)
 
-    return [[plain(value) for value in row] for row in rows]
+    return [plain(value) for value in row]
+
+
+def streams_on_the_server(query: str) -> bool:
+    """Whether a PostgreSQL server-side cursor can hold ``query`` (DECLARE takes only these)."""
+    words = query.lstrip().split(None, 1)
+    return bool(words) and words[0].lower() in ("select", "with", "values", "table")
 
 
 @click.command()
@@ -59,19 +70,22 @@ def plain_numbers(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
 @db_option
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(),
     default=10.0,
     show_default=True,
     metavar="SECONDS",
-    help="Stop the query after this many seconds.",
+    help="Stop the command (query and formatting) after this many seconds.",
 )
 @output_options
 def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
     """Run a read-only SQL query over the recordings.
 
-    The database is opened read-only (a statement that writes fails) and the
-    query is stopped when it has not returned all its rows within --timeout
-    seconds. Times are seconds since the Unix
+    The query can only read the recording: writes, ATTACH, schema changes,
+    pragma settings and load_extension are refused (on PostgreSQL it runs in a
+    read-only transaction). The command stops when the query and the printing
+    of its rows take longer than --timeout seconds, when one value is over 65
+    MiB or a --table result over 128 MiB (--json, --nl and --csv stream any
+    size), and on Ctrl-C (exit status 130). Times are seconds since the Unix
     epoch: datetime(ts, 'unixepoch', 'localtime') turns them into dates on
     SQLite, to_timestamp(ts) on PostgreSQL. Frame ids (rpc_id) are JSON
     text: 1 and "1" differ.
@@ -122,10 +136,7 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
       mcptape sql --csv "select * from server_requests
                          where answered_by = 'proxy'" > injected.csv
     """
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from mcptape.cli.output import emit
-    from mcptape.cli.sessions import database_message
+    from mcptape.cli.sql_sandbox import Budget, QueryStopped
     from mcptape.store import StoreError, open_store
 
     if not query.strip():
@@ -134,21 +145,68 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
         store = open_store(db, create=False, readonly=True)
     except StoreError as exc:
         raise UserError(str(exc)) from None
+    # The clock starts with the query (opening a database is not the query's doing) and runs
+    # until its last row is printed.
+    budget = Budget(timeout)
     try:
-        with store.readonly_connection(timeout) as conn:
-            if conn.dialect.name == "sqlite":
-                # SQLite reads the file lazily: `select 1` would "work" on any file at all.
-                conn.exec_driver_sql("select count(*) from sqlite_master").all()
-            result = conn.exec_driver_sql(query)
-            if not result.returns_rows:
-                return
-            # Collect the rows under the time limit, then print them outside it: a reader
-            # that is slow to take the output (`| less`) must not look like a slow query.
-            columns, rows = list(result.keys()), plain_numbers(result.all())
-    except SQLAlchemyError as exc:
-        raise UserError(error_message(database_message(exc), store.where)) from None
-    except StoreError as exc:  # the time limit
+        if store.path is not None:
+            _run_sqlite(store.path, store.where, query, budget, fmt)
+        else:
+            _run_server(store, query, budget, fmt)
+    except QueryStopped as exc:
+        if exc.reason == "interrupted":
+            raise Interrupted(str(exc)) from None
         raise UserError(str(exc)) from None
     finally:
         store.close()
-    emit(rows, columns, fmt)
+
+
+def _run_sqlite(path: Any, where: str, query: str, budget: Any, fmt: str) -> None:
+    import sqlite3
+
+    from mcptape.cli.output import emit
+    from mcptape.cli.sql_sandbox import open_sqlite, sqlite_failure
+
+    with budget.catching_ctrl_c():
+        try:
+            conn = open_sqlite(path, budget)
+        except sqlite3.Error as exc:
+            raise UserError(error_message(str(exc), where)) from None
+        try:
+            cursor = conn.execute(query)
+            if cursor.description is None:
+                return
+            columns = [d[0] for d in cursor.description]
+            emit(budget.guard(cursor, buffered=fmt == "table"), columns, fmt)
+        except sqlite3.Error as exc:
+            stopped = sqlite_failure(exc, budget)
+            if stopped is not None:
+                raise stopped from None
+            raise UserError(error_message(str(exc), where)) from None
+        finally:
+            conn.close()
+
+
+def _run_server(store: Any, query: str, budget: Any, fmt: str) -> None:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from mcptape.cli.output import emit
+    from mcptape.cli.sessions import database_message
+    from mcptape.store import StoreError
+
+    try:
+        with store.readonly_connection(budget.timeout_s) as conn:
+            if streams_on_the_server(query):
+                # A server-side cursor: rows arrive as they are printed, not all at once.
+                conn.execution_options(stream_results=True, yield_per=256)
+            result = conn.exec_driver_sql(query)
+            if not result.returns_rows:
+                return
+            rows = (plain_row(row) for row in result)
+            emit(budget.guard(rows, buffered=fmt == "table"), list(result.keys()), fmt)
+    except SQLAlchemyError as exc:
+        raise UserError(error_message(database_message(exc), store.where)) from None
+    except StoreError as exc:  # the statement timeout
+        raise UserError(str(exc)) from None
+    except KeyboardInterrupt:  # psycopg has cancelled the statement
+        raise budget.stop("interrupted") from None

@@ -18,6 +18,20 @@ _LISTS: Final = {
     "roots/list": "roots",
     "tasks/list": "tasks",
 }
+# What a list result holds, in words: (one, several).
+_NOUNS: Final = {
+    "tools": ("tool", "tools"),
+    "prompts": ("prompt", "prompts"),
+    "resources": ("resource", "resources"),
+    "resourceTemplates": ("resource template", "resource templates"),
+    "roots": ("root", "roots"),
+    "tasks": ("task", "tasks"),
+}
+
+
+def count_of(n: int, one: str, several: str | None = None) -> str:
+    """``1 tool``, ``2 tools``, ``0 tools``: a count with its noun in the right number."""
+    return f"{n} {one if n == 1 else (several or one + 's')}"
 
 
 def compact(value: Any, limit: int = _MAX_PIECE) -> str:
@@ -77,7 +91,9 @@ def summarize_request(method: str | None, params: Any) -> str:
         return str(p.get("message", ""))[:_MAX_PIECE]
     if method == "sampling/createMessage":
         messages = p.get("messages") or [{}]
-        return f"{len(messages)} message(s), last: {content_text(_dict(messages[-1]).get('content'))}"
+        return (
+            f"{count_of(len(messages), 'message')}, last: {content_text(_dict(messages[-1]).get('content'))}"
+        )
     rest = without_meta(params)
     return compact(rest) if rest else ""
 
@@ -101,7 +117,7 @@ def summarize_result(method: str | None, detail: str | None, result: Any) -> str
         key = "uri" if method == "roots/list" else "name"
         names = ", ".join(str(_dict(i).get(key) or _dict(i).get("uri")) for i in items[:8])
         more = ", ..." if len(items) > 8 else ""
-        return f"{len(items)} {_LISTS[method]}: {names}{more}"
+        return f"{count_of(len(items), *_NOUNS[_LISTS[method]])}: {names}{more}"
     if method == "resources/read":
         contents = [_dict(c) for c in r.get("contents") or []]
         return ", ".join(f"{c.get('uri')} ({c.get('mimeType', '?')})" for c in contents[:3])

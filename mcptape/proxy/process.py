@@ -39,6 +39,7 @@ STDERR_RATE = 1 << 20  # bytes of stderr recorded per second, beyond a burst of 
 ECHO_QUEUE = 1 << 20
 POLL_S = 0.005
 READER_LINGER_S = 0.5  # after the process exited, how long a grandchild may keep its stdout open
+READER_MAX_S = 15.0  # how long the reader may take to deliver what a dead server wrote (recording waits)
 
 
 class SpawnError(Exception):
@@ -283,13 +284,30 @@ class ProcessLink(FdLink):
             target=self._watch_exit, args=(ended_once,), name="mcptape-server-exit", daemon=True
         ).start()
 
+    def _reader_stuck(self) -> bool:
+        """The reader waits for bytes that a dead server will not write (a grandchild holds the pipe)."""
+        since = self.reading_since
+        return since is not None and time.monotonic() - since > READER_LINGER_S
+
+    async def _reader_settled(self) -> None:
+        """Wait until the reader delivered everything, or waits in vain (bounded by READER_MAX_S)."""
+        deadline = time.monotonic() + READER_MAX_S
+        while not self.reader_done.is_set():
+            if self._reader_stuck() or time.monotonic() >= deadline:
+                self.stop_receiving()
+                return
+            await asyncio.sleep(POLL_S)
+
     def _watch_exit(self, ended: Ended) -> None:
         """A server that exits while a child of its keeps its stdout open has still ended."""
         with contextlib.suppress(Exception):
             self.proc.wait()
-        if not self.reader_done.wait(READER_LINGER_S):
-            self.stop_receiving()
-            ended("exited")
+        deadline = time.monotonic() + READER_MAX_S
+        while not self.reader_done.wait(POLL_S * 4):
+            if self._reader_stuck() or time.monotonic() >= deadline:
+                self.stop_receiving()
+                ended("exited")
+                return
 
     def _close_write_fd(self) -> None:
         # The Popen object owns the descriptor: closing it there keeps it from being closed twice.
@@ -353,8 +371,7 @@ class ProcessLink(FdLink):
                 os.killpg(self.proc.pid, signal.SIGKILL)
         # Let the reader deliver what the server wrote last; a grandchild holding the
         # pipe open must not keep us here.
-        if not await self._wait_event(self.reader_done, READER_LINGER_S):
-            self.stop_receiving()
+        await self._reader_settled()
         await self._wait_event(self._stderr.done, READER_LINGER_S)
         reason = "exited" if code is not None else "stopped"
         return LinkEnd(reason, code, describe_status(code), tuple(self.stderr_tail), stopped_by_us)

@@ -359,8 +359,16 @@ class Relay:
                     batches.setdefault(group, []).append(answer)
         answers = singles + [b"[" + b",".join(items) + b"]" for items in batches.values()]
         for answer in answers:
+            frame = Frame(answer, "s2c", "proxy")
+            # Recorded first (the recorder's own waits are bounded), then sent; only the
+            # client's reading is given a time limit, so a slow store never costs an answer.
+            recorded = self.addons.run_frame(Flow(frame, injected=True), decide=False)
+            if recorded is not None:
+                await recorded
             try:
-                await asyncio.wait_for(self.send(Frame(answer, "s2c", "proxy")), CLIENT_LINGER_S)
+                waiting = self.client.send(frame)
+                if waiting is not None:
+                    await asyncio.wait_for(waiting, CLIENT_LINGER_S)
             except (LinkClosed, TimeoutError):
                 break
 

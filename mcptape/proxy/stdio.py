@@ -24,6 +24,7 @@ import contextlib
 import os
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Awaitable
 from typing import Any
@@ -71,6 +72,9 @@ class FdLink:
         self._receiving = True
         self._reader: threading.Thread | None = None
         self.reader_done = threading.Event()
+        # When the reader entered its current read (None while it delivers frames): a
+        # reader waiting long for bytes that never come is told apart from a busy one.
+        self.reading_since: float | None = None
         # Sending state, under _cv: frames queued for the writer thread, whether some
         # thread is writing right now, and whether the sending side is closed.
         self._cv = threading.Condition(threading.Lock())
@@ -105,11 +109,13 @@ class FdLink:
         why = "eof"
         try:
             while True:
+                self.reading_since = time.monotonic()
                 try:
                     chunk = os.read(self._read_fd, READ_CHUNK)
                 except OSError as exc:
                     why = f"error: {exc.strerror or exc}"
                     chunk = b""
+                self.reading_since = None
                 if not self._receiving:
                     why = "stopped"
                     return

@@ -41,6 +41,7 @@ from typing import Any, Final
 from mcptape.servers.debug_script.cdp import CdpConnection
 
 OBJECT_GROUP: Final = "mcptape-debug-script"
+_ERROR_TEXT_FLOOR: Final = 300
 # The JSON text, or [its length, its first `limit` characters] when it is longer.
 _STRINGIFY_THIS: Final = (
     "function (limit) { const text = JSON.stringify(this); "
@@ -112,7 +113,8 @@ async def evaluate_on_frame(cdp: CdpConnection, call_frame_id: str, form: str, l
     details = response.get("exceptionDetails")
     try:
         if details is not None:
-            return _bounded("error", _exception_text(details), limit, described=True)
+            # An error stays readable even once the response's budget is spent.
+            return _bounded("error", _exception_text(details), max(limit, _ERROR_TEXT_FLOOR), described=True)
         return await describe_remote_object(cdp, response["result"], limit)
     finally:
         # A primitive leaves nothing behind in the debuggee: no round trip to release it.

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from mcptape.servers.debug_script.sourcemap import SourceMap, SourceMapError, load_source_map
+from mcptape.servers.debug_script.sourcemap import load_source_map
 
 MAX_FILES: Final = 5000
 MAX_FILE_BYTES: Final = 8 * 1024 * 1024
@@ -81,13 +81,14 @@ def _predict_from(
         # Cheap test first: a map naming our file contains its base name in `sources`.
         if not any(needle in data for needle in needles):
             return None
-        try:
-            source_map = SourceMap.parse(data, os.path.dirname(path))
-        except SourceMapError:
-            return None
         script = path[: -len(".map")]
         if not os.path.isfile(script):
             return None
+        # Through the cache: the same map is looked up again when its script pauses.
+        loaded = load_source_map(path, script)
+        if loaded is None:
+            return None
+        source_map = loaded
     else:
         if _INLINE_MAP_MARKER not in data:
             return None

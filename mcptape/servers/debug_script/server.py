@@ -80,7 +80,11 @@ _HIT_SCHEMA: Final[dict[str, Any]] = {
         "line": {"type": "integer", "description": "1-based line of the breakpoint file where it stopped."},
         "column": {"type": "integer", "description": "1-based column where it stopped."},
         "function": {"type": "string", "description": "The paused function; empty for top-level code."},
-        "truncated": {"type": "integer", "description": "Characters cut from the value (absent when none)."},
+        "truncated": {
+            "type": "integer",
+            "description": "Characters cut from the value (absent when none); a cut "
+            "object's value is the start of its JSON text.",
+        },
         "escaped": {
             "type": "boolean",
             "description": "True when lone UTF-16 surrogates in the value are written as \\\\uXXXX text.",

@@ -49,21 +49,19 @@ from mcptape.servers.debug_script.errors import PROCESS_EXITED, DebugScriptError
 from mcptape.servers.debug_script.evaluate import (
     HitValue,
     choose_form,
-    escape_lone_surrogates,
     evaluate_on_frame,
 )
 from mcptape.servers.debug_script.launch import NodeProcess, split_command, with_inspect_brk
 from mcptape.servers.debug_script.locations import (
     HitLocation,
     no_code_note,
-    refusal_note,
     slide_allowed,
-    slide_note,
 )
+from mcptape.servers.debug_script.pauses import PauseLocator
 from mcptape.servers.debug_script.policy import CommandPolicy
 from mcptape.servers.debug_script.predict import PredictedLocation, predict_locations, search_roots
 from mcptape.servers.debug_script.sourcemap import path_from_url
-from mcptape.servers.debug_script.target import BreakpointTarget, ScriptMap, url_regex
+from mcptape.servers.debug_script.target import BreakpointTarget, url_regex
 
 __all__ = ["DebugOutcome", "DebugRequest", "Hit", "run_debug_session"]
 
@@ -102,6 +100,8 @@ class DebugOutcome:
 @dataclass
 class _RunState:
     breakpoint_ids: set[str] = field(default_factory=set)
+    # The by-URL breakpoint on the file's own line number.
+    raw_id: str = ""
     # Breakpoints that only hold a compiled module at its start (never a hit of their own).
     entry_ids: set[str] = field(default_factory=set)
     matched: bool = False
@@ -109,12 +109,6 @@ class _RunState:
     main_context: int | None = None
     # Generated files whose predicted by-URL breakpoint already covers them.
     predicted_scripts: set[str] = field(default_factory=set)
-    # scriptId -> (url, sourceMapURL) of every script that may pause at our breakpoints.
-    script_urls: dict[str, tuple[str, str]] = field(default_factory=dict)
-    # scriptId -> its map naming our file (None: read, names nothing of ours).
-    maps: dict[str, ScriptMap | None] = field(default_factory=dict)
-    # (scriptId, line, column) of a pause -> where it is in our file, None when refused.
-    verdicts: dict[tuple[str, int, int], HitLocation | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     form: str = ""
     budget: int = 0
@@ -141,6 +135,7 @@ class _DebugRun:
         self.policy = policy
         self.target = BreakpointTarget(request.file, request.line)
         self.state = _RunState(budget=request.max_total_length)
+        self.pauses = PauseLocator(self.target, self.state.note)
 
     async def run(self) -> DebugOutcome:
         argv = split_command(self.request.command)
@@ -204,7 +199,7 @@ class _DebugRun:
                 "Debugger.setInstrumentationBreakpoint",
                 {"instrumentation": "beforeScriptWithSourceMapExecution"},
             )
-        await self._set_by_url(cdp, self.target.url_regex, self.target.line0, 0)
+        self.state.raw_id = await self._set_by_url(cdp, self.target.url_regex, self.target.line0, 0)
         if not self.target.path.endswith(_JAVASCRIPT_SUFFIXES):
             # A loader (tsx) may serve this very file compiled, as an ES module: V8 makes no
             # pause before a module runs, so stop at its first statement, by which time its
@@ -220,11 +215,13 @@ class _DebugRun:
             await self._set_by_url(cdp, url_regex(spellings), location.line, location.column)
         await cdp.send("Runtime.runIfWaitingForDebugger")
 
-    async def _set_by_url(self, cdp: CdpConnection, regex: str, line: int, column: int) -> None:
+    async def _set_by_url(self, cdp: CdpConnection, regex: str, line: int, column: int) -> str:
         response = await cdp.send(
             "Debugger.setBreakpointByUrl", {"urlRegex": regex, "lineNumber": line, "columnNumber": column}
         )
-        self.state.breakpoint_ids.add(response["breakpointId"])
+        breakpoint_id = str(response["breakpointId"])
+        self.state.breakpoint_ids.add(breakpoint_id)
+        return breakpoint_id
 
     async def _pump(self, cdp: CdpConnection) -> None:
         try:
@@ -262,18 +259,18 @@ class _DebugRun:
         predicted = path is not None and os.path.normpath(path) in self.state.predicted_scripts
         if names or predicted:
             self.state.matched = True
-            self.state.script_urls[script_id] = (url, source_map_url)
+            self.pauses.remember(script_id, url, source_map_url)
         if not source_map_url or (predicted and not names):
             # Our file itself (the by-URL breakpoint covers it), no map to read, or a
             # predicted script whose map is read when it first pauses.
             return
         mapped = await asyncio.to_thread(self.target.script_map, url, source_map_url)
-        self.state.maps[script_id] = mapped
+        self.pauses.maps[script_id] = mapped
         if mapped is None:
             return
         # Even when the URL names our file, the code is generated (tsx): go through the map.
         self.state.matched = True
-        self.state.script_urls[script_id] = (url, source_map_url)
+        self.pauses.remember(script_id, url, source_map_url)
         landing = mapped.source_map.landing(mapped.source, self.target.line0)
         if landing is None:
             self.state.note(no_code_note(self.request.line, None))
@@ -296,8 +293,12 @@ class _DebugRun:
     async def _on_paused(self, cdp: CdpConnection, params: dict[str, Any]) -> None:
         frames = params.get("callFrames") or []
         ours = self.state.breakpoint_ids.intersection(params.get("hitBreakpoints") or [])
+        if ours == {self.state.raw_id} and frames and self.pauses.compiled(frames[0]):
+            # The file's own line number means nothing in its compiled code (tsx): the
+            # breakpoint set through its map is the one that counts there.
+            ours = set()
         if ours and frames:
-            location = await self._where(frames[0])
+            location = await self.pauses.where(frames[0])
             if location is not None:
                 await self._evaluate(cdp, frames[0]["callFrameId"], location)
         elif params.get("reason") == "Break on start" and not self._may_still_load():
@@ -333,51 +334,6 @@ class _DebugRun:
             "(an endless loop or a wait in the expression?); the process was stopped."
         )
         self.state.results.append(Hit(HitValue("error", message), location))
-
-    async def _where(self, frame: dict[str, Any]) -> HitLocation | None:
-        """Where in the breakpoint file a pause is, or None when it is not the requested line's code."""
-        location = frame.get("location") or {}
-        script_id = str(location.get("scriptId"))
-        line, column = int(location.get("lineNumber", 0)), int(location.get("columnNumber", 0))
-        key = (script_id, line, column)
-        if key in self.state.verdicts:
-            return self.state.verdicts[key]
-        function, _ = escape_lone_surrogates(str(frame.get("functionName") or ""))
-        landed = await self._original(script_id, line, column, function)
-        verdict: HitLocation | None = None
-        if landed is None:
-            self.state.note(
-                f"V8 stopped for line {self.request.line} in generated code that maps to no line of "
-                f"{self.target.path}: those pauses were not counted."
-            )
-        elif slide_allowed(self.target.code(), self.target.line0, landed.line - 1):
-            verdict = landed
-            if landed.line != self.request.line:
-                self.state.note(slide_note(self.request.line, landed.line))
-        else:
-            self.state.note(refusal_note(self.request.line, landed, self.target.code()))
-        self.state.verdicts[key] = verdict
-        return verdict
-
-    async def _original(self, script_id: str, line: int, column: int, function: str) -> HitLocation | None:
-        """A paused position in the breakpoint file's terms: through the script's map when it has one."""
-        if script_id not in self.state.maps and script_id in self.state.script_urls:
-            url, source_map_url = self.state.script_urls[script_id]
-            self.state.maps[script_id] = (
-                await asyncio.to_thread(self.target.script_map, url, source_map_url)
-                if source_map_url
-                else None
-            )
-        mapped = self.state.maps.get(script_id)
-        if mapped is None:
-            url = self.state.script_urls.get(script_id, ("", ""))[0]
-            if not self.target.names_script(url):
-                return None
-            return HitLocation(line + 1, column + 1, function)
-        mapping = mapped.source_map.original_position(line, column)
-        if mapping is None or mapping.source != mapped.source or mapping.original_line is None:
-            return None
-        return HitLocation(mapping.original_line + 1, (mapping.original_column or 0) + 1, function)
 
     def _may_still_load(self) -> bool:
         """Whether a later require or import could still load (or map) the breakpoint file."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import bisect
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -73,16 +74,20 @@ def decode_mappings(mappings: str) -> list[Mapping]:
     """
     decoded: list[Mapping] = []
     source = original_line = original_column = name = 0
+    # Real maps repeat the same few segments ("AAAA", "CAAC", ...) millions of times.
+    segment_values: dict[str, list[int]] = {}
     for line_number, line in enumerate(mappings.split(";")):
         column = 0
         for segment in line.split(","):
             if not segment:
                 continue
-            fields = decode_vlq(segment)
-            if len(fields) not in (1, 4, 5):
-                raise SourceMapError(
-                    f"mapping segment {segment!r} has {len(fields)} fields, expected 1, 4 or 5"
-                )
+            fields = segment_values.get(segment)
+            if fields is None:
+                fields = segment_values[segment] = decode_vlq(segment)
+                if len(fields) not in (1, 4, 5):
+                    raise SourceMapError(
+                        f"mapping segment {segment!r} has {len(fields)} fields, expected 1, 4 or 5"
+                    )
             column += fields[0]
             if len(fields) == 1:
                 decoded.append(Mapping(line_number, column))
@@ -246,19 +251,33 @@ def load_source_map(
     script_dir = os.path.dirname(script_path) if script_path else None
     try:
         if source_map_url.startswith("data:"):
-            data, base_dir = _data_url_payload(source_map_url), script_dir
-        else:
-            map_path = path_from_url(source_map_url)
-            if map_path is None:
-                if "://" in source_map_url or script_dir is None:
-                    return None
-                map_path = os.path.join(script_dir, unquote(source_map_url))
-            data, base_dir = Path(map_path).read_bytes(), os.path.dirname(map_path)
-        if needles is not None and not any(needle in data for needle in needles):
-            return None
-        return SourceMap.parse(data, base_dir)
+            return _parse_cached(source_map_url, script_dir, None, needles)
+        map_path = path_from_url(source_map_url)
+        if map_path is None:
+            if "://" in source_map_url or script_dir is None:
+                return None
+            map_path = os.path.join(script_dir, unquote(source_map_url))
+        stat = os.stat(map_path)
+        return _parse_cached(map_path, os.path.dirname(map_path), (stat.st_mtime_ns, stat.st_size), needles)
     except (OSError, SourceMapError, ValueError, RecursionError):
         return None
+
+
+# Few entries: a 9 MB map decodes to ~200 MB of objects.
+@functools.lru_cache(maxsize=4)
+def _parse_cached(
+    where: str, base_dir: str | None, version: tuple[int, int] | None, needles: frozenset[bytes] | None
+) -> SourceMap | None:
+    """Decode a map once per content: a data: URL, or a file at one (mtime, size).
+
+    Decoding a large map takes seconds of pure Python; the same map is met by the
+    prediction, by ``scriptParsed`` and by the next call on the same project.
+    Failures raise, so they are not cached.
+    """
+    data = _data_url_payload(where) if version is None else Path(where).read_bytes()
+    if needles is not None and not any(needle in data for needle in needles):
+        return None
+    return SourceMap.parse(data, base_dir)
 
 
 def _data_url_payload(url: str) -> bytes:

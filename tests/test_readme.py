@@ -1,0 +1,159 @@
+"""The README, followed to the letter on a fresh checkout with an empty HOME.
+
+The set-up command's install steps are what the test suite itself ran to get here, so a
+fresh directory gets this checkout's virtual environment as its `.venv`; from there on,
+every command is run as printed: the demo (with mcptape not on PATH), every command the
+demo prints, then the tour's commands with `.venv/bin` on PATH (as `. .venv/bin/activate`
+leaves it). The demo and every SQL query the README prints also run on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.postgres import Postgres, private_server
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SET_UP = [
+    "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/mcptape demo",
+    "scripts/test",
+]
+# Tour commands not run here, and why.
+NOT_RUN = {
+    "scripts/test": "runs this very test suite",
+    ".venv/bin/python bench/bench_relay.py": "a benchmark (minutes)",
+    ".venv/bin/python bench/bench_writer.py": "a benchmark (minutes)",
+}
+CONFIG = {
+    "mcpServers": {
+        "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]}
+    }
+}
+
+
+def sh_blocks(text: str) -> list[list[str]]:
+    """The commands of each ```sh block, comments and blank lines left out."""
+    blocks = []
+    for body in re.findall(r"```sh\n(.*?)```", text, re.S):
+        commands = []
+        for line in body.splitlines():
+            command = re.split(r"\s+# ", line, maxsplit=1)[0].strip()
+            if command and not command.startswith("#"):
+                commands.append(command)
+        blocks.append(commands)
+    return blocks
+
+
+def printed_commands(output: str) -> list[str]:
+    """The commands the demo printed: after `$ `, and the indented lines under "Try next:"."""
+    commands = [line.split("$ ", 1)[1] for line in output.splitlines() if line.startswith("  $ ")]
+    tail = output.split("\nTry next:\n", 1)[1]
+    commands += [
+        line.strip() for line in tail.splitlines() if line.startswith("  ") and not line.startswith("      ")
+    ]
+    return commands
+
+
+class Checkout:
+    """A fresh directory set up by the README's first command, with an empty HOME."""
+
+    def __init__(self, root: Path) -> None:
+        self.dir = root / "mcptape"
+        self.dir.mkdir()
+        (self.dir / ".venv").symlink_to(ROOT / ".venv")
+        self.home = root / "home"
+        config = self.home / ".config" / "Claude" / "claude_desktop_config.json"
+        config.parent.mkdir(parents=True)
+        config.write_text(json.dumps(CONFIG, indent=2) + "\n")
+        self.config = config
+        venv_bin = str(ROOT / ".venv" / "bin")
+        path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != Path(venv_bin)]
+        skip = ("MCPTAPE_", "XDG_", "VIRTUAL_ENV", "COLUMNS", "PYTHON")
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
+        self.env.update(HOME=str(self.home), PATH=os.pathsep.join(path))
+
+    def run(self, command: str, *, activated: bool = False) -> subprocess.CompletedProcess[str]:
+        """``command`` through the shell, as typed, in the checkout."""
+        env = dict(self.env)
+        if activated:
+            env["PATH"] = f"{self.dir / '.venv' / 'bin'}{os.pathsep}{env['PATH']}"
+        return subprocess.run(
+            ["bash", "-c", command],
+            cwd=self.dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+
+def test_the_readme_set_up_commands_are_the_two_known_ones() -> None:
+    assert sh_blocks(README)[0] == SET_UP
+
+
+def test_every_readme_command_works_as_printed_on_a_fresh_checkout(tmp_path: Path) -> None:
+    checkout = Checkout(tmp_path)
+    assert checkout.run("command -v mcptape").returncode != 0  # not on PATH yet: nothing activated
+    # The set-up command; its venv and pip install steps are this suite's own .venv.
+    demo = checkout.run(SET_UP[0].split(" && ")[-1])
+    assert demo.returncode == 0, demo.stderr
+    printed = printed_commands(demo.stdout)
+    assert printed[0].startswith(".venv/bin/mcptape record --name demo -- ")
+    for command in printed[1:]:
+        if "<your server command>" in command:
+            assert command == ".venv/bin/mcptape record -- <your server command>"
+            continue
+        proc = checkout.run(command)
+        assert proc.returncode == 0, (command, proc.stderr)
+        assert proc.stdout.strip(), command
+    original = checkout.config.read_bytes()
+    tour = [command for block in sh_blocks(README)[1:] for command in block]
+    assert set(NOT_RUN) <= set(tour) | set(SET_UP)
+    ran = []
+    for command in tour:
+        if command in NOT_RUN:
+            continue
+        proc = checkout.run(command, activated=True)
+        assert proc.returncode == 0, (command, proc.stderr)
+        if "count(*) as n from exchanges" in command:  # --csv: every method named, no blank row
+            rows = proc.stdout.splitlines()[1:]
+            assert rows and not [row for row in rows if row.startswith(",")], proc.stdout
+        ran.append(command.split()[1])
+    assert {"wrap", "unwrap", "sessions", "show", "export", "sql"} <= set(ran)
+    assert checkout.config.read_bytes() == original  # wrap, then unwrap: as it was
+    assert (checkout.dir / "s.jsonl").read_text().count("\n") > 10
+
+
+def readme_queries() -> list[str]:
+    """The SQL of every `mcptape sql "..."` the README prints."""
+    tour = [command for block in sh_blocks(README) for command in block]
+    return [shlex.split(c)[2] for c in tour if c.startswith("mcptape sql ")]
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[Postgres]:
+    with private_server() as server:
+        yield server
+
+
+def test_the_demo_and_every_readme_query_run_on_postgresql(postgres: Postgres, tmp_path: Path) -> None:
+    url = postgres.url(postgres.create_database())
+    checkout = Checkout(tmp_path)
+    demo = checkout.run(f".venv/bin/mcptape demo --db {shlex.quote(url)}")
+    assert demo.returncode == 0, demo.stderr
+    assert "fail               1" in demo.stdout.replace("  ", "  ") or "fail" in demo.stdout
+    queries = readme_queries()
+    assert len(queries) == 4
+    for query in queries:
+        proc = checkout.run(f"mcptape sql --db {shlex.quote(url)} {shlex.quote(query)}", activated=True)
+        assert proc.returncode == 0, (query, proc.stderr)
