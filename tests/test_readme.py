@@ -32,6 +32,7 @@ NOT_RUN = {
     "scripts/test": "runs this very test suite",
     ".venv/bin/python bench/bench_relay.py": "a benchmark (minutes)",
     ".venv/bin/python bench/bench_writer.py": "a benchmark (minutes)",
+    ".venv/bin/python bench/bench_views.py": "a benchmark (minutes)",
 }
 CONFIG = {
     "mcpServers": {
