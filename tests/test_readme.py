@@ -33,6 +33,7 @@ NOT_RUN = {
     ".venv/bin/python bench/bench_relay.py": "a benchmark (minutes)",
     ".venv/bin/python bench/bench_writer.py": "a benchmark (minutes)",
     ".venv/bin/python bench/bench_inject.py": "a benchmark (minutes)",
+    ".venv/bin/python bench/bench_views.py": "a benchmark (minutes)",
 }
 CONFIG = {
     "mcpServers": {

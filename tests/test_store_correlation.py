@@ -98,3 +98,27 @@ def test_stored_rows_pair_as_the_writer_pairs_them() -> None:
     replies, pairs = pair_stored(sorted(rows, key=lambda row: (row[1], row[2])))
     assert [(r.frame_id, r.method, r.request_seq) for r in replies] == [(12, "ping", 1)]
     assert pairs == [("b", 1, -1, 2, 0)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1",
+        "0",
+        "007",
+        "-1",
+        "1.0",
+        "1e0",
+        "100",
+        "1" * 64,
+        "1" * 65,
+        "1" + "0" * 70,
+        '"a"',
+        '"a\\u0041"',
+        '"',
+        '"x" ',
+        "true",
+    ],
+)
+def test_the_fast_key_is_id_key(text: str) -> None:
+    assert correlation._key(text) == id_key(text)

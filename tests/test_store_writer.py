@@ -15,7 +15,7 @@ import pytest
 
 from mcptape.frames import Frame
 from mcptape.store import Store, StoreError, WriterClosedError, open_store
-from mcptape.store.rows import MAX_FRAME_BYTES
+from mcptape.store.rows import CUT_PREVIEW_BYTES, MAX_FRAME_BYTES
 
 
 @pytest.fixture
@@ -122,8 +122,8 @@ def test_frame_over_64_mib_is_cut_keeping_its_full_size_and_a_truncated_flag(
     )
     assert size == len(data)
     assert kind == "response"  # classified from the whole frame
-    assert text_length == raw_length == MAX_FRAME_BYTES
-    assert raw_head == head
+    assert raw_length == MAX_FRAME_BYTES and raw_head == head
+    assert text_length == CUT_PREVIEW_BYTES  # the bytes are stored once, in raw; text is a preview
     assert orjson.loads(str(meta)) == {"stream": "get", "truncated": True}
     # The cut frame is no longer JSON; the views must still answer.
     assert rows(db_path, "SELECT count(*) FROM exchanges") == [(0,)]

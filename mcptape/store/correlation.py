@@ -36,7 +36,7 @@ from mcptape.frames import classify_message, id_key
 MAX_WAITING: Final = 100_000
 NOT_IN_BATCH: Final = -1
 
-_key = functools.lru_cache(maxsize=4096)(id_key)
+_cached_key = functools.lru_cache(maxsize=4096)(id_key)
 
 
 @dataclass(slots=True)
@@ -51,11 +51,23 @@ class Pairing:
 _NOTHING: Final = Pairing()
 
 
-@dataclass(slots=True)
-class _Waiting:
-    seq: int
-    index: int
-    method: str | None
+# A request waiting for its reply: (seq of its frame, index in its batch or -1, method).
+_Waiting = tuple[int, int, str | None]
+
+
+def _key(rpc_id: str) -> str:
+    """:func:`id_key`, answered without a call for the ids almost every peer uses.
+
+    A plain integer of up to 64 digits without a leading zero, and a string without
+    escapes, are their own key (as id_key says); this runs for every frame.
+    """
+    first = rpc_id[:1]
+    if first == '"':
+        if rpc_id[-1] == '"' and "\\" not in rpc_id and len(rpc_id) > 1:
+            return rpc_id
+    elif rpc_id.isdigit() and rpc_id.isascii() and len(rpc_id) <= 64 and (first != "0" or len(rpc_id) == 1):
+        return rpc_id
+    return _cached_key(rpc_id)
 
 
 class Correlator:
@@ -82,15 +94,16 @@ class Correlator:
         of the frame this one replaces (from ``meta.replaces``).
         """
         if kind == "request" and rpc_id is not None:
-            self._wait(session_id, direction, rpc_id, _Waiting(seq, NOT_IN_BATCH, method), replaces)
+            self._wait(session_id, direction, rpc_id, (seq, NOT_IN_BATCH, method), replaces)
             return _NOTHING
         if kind in ("response", "error") and rpc_id is not None:
             waiting = self._take(session_id, direction, rpc_id)
             if waiting is None:
                 return _NOTHING
-            if waiting.index == NOT_IN_BATCH:
-                return Pairing(waiting.method, waiting.seq)
-            return Pairing(waiting.method, waiting.seq, [(waiting.seq, waiting.index, seq, NOT_IN_BATCH)])
+            request_seq, index, request_method = waiting
+            if index == NOT_IN_BATCH:
+                return Pairing(request_method, request_seq)
+            return Pairing(request_method, request_seq, [(request_seq, index, seq, NOT_IN_BATCH)])
         if kind == "batch" and isinstance(message, list):
             return self._batch(session_id, seq, direction, message)
         return _NOTHING
@@ -107,11 +120,11 @@ class Correlator:
             if found.rpc_id is None:
                 continue
             if found.kind == "request":
-                self._wait(session_id, direction, found.rpc_id, _Waiting(seq, index, found.method), None)
+                self._wait(session_id, direction, found.rpc_id, (seq, index, found.method), None)
             elif found.kind in ("response", "error"):
                 waiting = self._take(session_id, direction, found.rpc_id)
                 if waiting is not None:
-                    pairs.append((waiting.seq, waiting.index, seq, index))
+                    pairs.append((waiting[0], waiting[1], seq, index))
         return Pairing(batch_pairs=pairs) if pairs else _NOTHING
 
     def _wait(
@@ -127,7 +140,7 @@ class Correlator:
         else:
             if replaces is not None:  # the replaced request was never forwarded: nobody answers it
                 before = len(queue)
-                queue[:] = [w for w in queue if w.seq != replaces]
+                queue[:] = [w for w in queue if w[0] != replaces]
                 self._counts[session_id] -= before - len(queue)
             queue.append(waiting)
         count = self._counts.get(session_id, 0) + 1

@@ -24,6 +24,8 @@ from mcptape.frames import Frame
 from mcptape.store.schema import sessions
 
 MAX_FRAME_BYTES: Final = 64 << 20
+# The text kept of a frame cut at MAX_FRAME_BYTES (its bytes are all in ``raw``).
+CUT_PREVIEW_BYTES: Final = 64 << 10
 FRAME_COLUMNS: Final = (
     "session_id",
     "seq",
@@ -54,24 +56,29 @@ def frame_row(
 
     ``text`` is the bytes as UTF-8; when that cannot hold them exactly (invalid UTF-8,
     a NUL byte, which PostgreSQL text refuses) ``raw`` keeps the bytes. A frame over
-    :data:`MAX_FRAME_BYTES` keeps its first bytes, its full ``size`` and
-    ``{"truncated": true}`` in ``meta``.
+    :data:`MAX_FRAME_BYTES` keeps its first :data:`MAX_FRAME_BYTES` bytes in ``raw``
+    (a view of the frame's bytes, not a copy), the first :data:`CUT_PREVIEW_BYTES` of
+    them as ``text``, its full ``size`` and ``{"truncated": true}`` in ``meta``.
     """
     data = frame.data
     size = len(data)
     meta = frame.meta
-    raw: bytes | None = None
+    raw: bytes | memoryview | None = None
     if size > MAX_FRAME_BYTES:
-        data = raw = data[:MAX_FRAME_BYTES]
+        # Stored once: the cut bytes as a view of the frame (no copy) and, as text, only a
+        # preview; a cut frame is no JSON any more, so the views have no use for more text.
+        raw = memoryview(data)[:MAX_FRAME_BYTES]
         meta = {**meta, "truncated": True} if meta else {"truncated": True}
-    try:
-        text = data.decode()
-    except UnicodeDecodeError:
-        text = data.decode(errors="replace")
-        raw = data
-    if "\x00" in text:
-        text = text.replace("\x00", "\ufffd")
-        raw = data
+        text = bytes(raw[:CUT_PREVIEW_BYTES]).decode(errors="replace").replace("\x00", "\ufffd")
+    else:
+        try:
+            text = data.decode()
+        except UnicodeDecodeError:
+            text = data.decode(errors="replace")
+            raw = data
+        if "\x00" in text:
+            text = text.replace("\x00", "\ufffd")
+            raw = data
     return (
         session_id,
         seq,

@@ -12,7 +12,8 @@ compare them (``1`` and ``1.0`` are one id), and two requests waiting under one 
 are answered in the order they were sent.
 
 The other views keep their 0002 definitions (they read `exchanges` and `messages`),
-recreated because they depend on `exchanges`. On PostgreSQL, ``round(double
+recreated because they depend on `exchanges`; PostgreSQL's `messages` is spelled so
+that the planner sees the statistics of ``frames.kind``. On PostgreSQL, ``round(double
 precision, integer)`` is added so that ``round(avg(latency_ms), 2)`` works there as on
 SQLite.
 """
@@ -25,14 +26,67 @@ from mcptape.migrations.frozen.common import View, create, drop
 from mcptape.migrations.frozen.views_0002 import (
     _LOG_MESSAGES_POSTGRESQL_V2,
     _LOG_MESSAGES_SQLITE_V2,
-    _MESSAGES_POSTGRESQL_V2,
     _MESSAGES_SQLITE_V2,
     _SERVER_REQUESTS_POSTGRESQL_V2,
     _SERVER_REQUESTS_SQLITE_V2,
     _TOOL_CALLS_POSTGRESQL_V2,
     _TOOL_CALLS_SQLITE_V2,
     PG_JSONB_FUNCTION_V2,
+    _pg_element_kind,
+    _pg_elements,
 )
+
+# PostgreSQL's `messages` as in 0002, with the frames that are not batches selected by
+# `kind` alone: 0002 spelled their kind through a CASE, which hid the column's statistics
+# from the planner, so it guessed 1,000 requests in any table and chose nested loops
+# where a hash join is many times faster.
+_MESSAGES_POSTGRESQL_V3 = f"""
+SELECT
+  f.id AS frame_id,
+  f.session_id AS session_id,
+  f.seq AS seq,
+  f.ts AS ts,
+  f.direction AS direction,
+  f.origin AS origin,
+  f.kind::text AS kind,
+  f.method AS method,
+  f.rpc_id AS rpc_id,
+  f.text AS text,
+  NULL::bigint AS batch_index
+FROM frames AS f
+WHERE f.kind <> 'batch'
+UNION ALL
+SELECT
+  f.id,
+  f.session_id,
+  f.seq,
+  f.ts,
+  f.direction,
+  f.origin,
+  'malformed'::text,
+  f.method,
+  f.rpc_id,
+  f.text,
+  NULL::bigint
+FROM frames AS f
+WHERE f.kind = 'batch' AND jsonb_typeof(mcptape_jsonb(f.text)) IS DISTINCT FROM 'array'
+UNION ALL
+SELECT
+  f.id,
+  f.session_id,
+  f.seq,
+  f.ts,
+  f.direction,
+  f.origin,
+  {_pg_element_kind("e.doc")},
+  CASE WHEN jsonb_typeof(e.doc -> 'method') = 'string' THEN e.doc ->> 'method' END,
+  (e.doc -> 'id')::text,
+  e.doc::text,
+  e.n - 1
+FROM frames AS f
+{_pg_elements("f.text", "e")}
+WHERE f.kind = 'batch'
+"""
 
 # The reply of request q (a message of `messages`): frame d when neither side is in a
 # batch, else the batch_replies row p and its reply frame b (element p.reply_index of
@@ -144,7 +198,7 @@ WHERE q.kind = 'request'
 """
 
 VIEWS_V3: Final[tuple[View, ...]] = (
-    View("messages", _MESSAGES_SQLITE_V2, _MESSAGES_POSTGRESQL_V2),
+    View("messages", _MESSAGES_SQLITE_V2, _MESSAGES_POSTGRESQL_V3),
     View("exchanges", _EXCHANGES_SQLITE_V3, _EXCHANGES_POSTGRESQL_V3),
     View("tool_calls", _TOOL_CALLS_SQLITE_V2, _TOOL_CALLS_POSTGRESQL_V2),
     View("log_messages", _LOG_MESSAGES_SQLITE_V2, _LOG_MESSAGES_POSTGRESQL_V2),
