@@ -21,10 +21,13 @@ _SUBCOMMAND_ARGS = "mcptape.subcommand_args"
 # name -> "module:attribute"; the order is the order `--help` lists them in.
 COMMANDS: dict[str, str] = {
     "record": "mcptape.cli.record:record",
+    "call": "mcptape.cli.call:call",
     "sessions": "mcptape.cli.sessions:sessions",
     "show": "mcptape.cli.show:show",
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
+    "replay": "mcptape.cli.replay:replay",
+    "serve": "mcptape.cli.serve:serve",
     "diff": "mcptape.cli.diff:diff",
     "wrap": "mcptape.cli.wrap:wrap",
     "unwrap": "mcptape.cli.wrap:unwrap",

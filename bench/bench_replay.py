@@ -1,0 +1,156 @@
+"""Replay and serve benchmark: a fast MCP server driven directly vs re-driven by `replay`, and `serve`'s rate.
+
+1. The same N exchanges (initialize, then N-1 ``tools/call``, each waiting for its
+   response) are driven straight into a fresh server process, and replayed from a
+   recording of that drive by mcptape's tape player through the relay (in this
+   process, so interpreter start-up is left out of both; recording off, then on).
+   Prints both times and the ratio (target: replay <= 1.5x direct).
+2. `mcptape serve --file` answering the recording's requests, sequentially, vs the
+   server answering them directly: requests/s and the ratio.
+
+These machines are noisy: compare ratios from one run, not absolute times.
+
+    .venv/bin/python bench/bench_replay.py [--exchanges 1000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+FAST = [sys.executable, str(ROOT / "tests" / "servers" / "fast_mcp.py")]
+MCPTAPE = [sys.executable, "-m", "mcptape"]
+
+INIT = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}'
+INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+
+def requests(n: int) -> list[bytes]:
+    calls = [
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"i":%d,"text":"hello"}}}'
+        % (i, i)
+        for i in range(1, n)
+    ]
+    return [INIT, INITIALIZED, *calls]
+
+
+def drive(argv: list[str], frames: list[bytes]) -> tuple[float, list[tuple[str, bytes]]]:
+    """Start ``argv``, send each frame (waiting for a request's response), stop; seconds and the transcript."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    transcript = []
+    for frame in frames:
+        proc.stdin.write(frame + b"\n")
+        proc.stdin.flush()
+        transcript.append(("c2s", frame))
+        if b'"id"' in frame:
+            transcript.append(("s2c", proc.stdout.readline().rstrip(b"\n")))
+    proc.stdin.close()
+    proc.wait()
+    return time.perf_counter() - t0, transcript
+
+
+def write_recording(path: Path, transcript: list[tuple[str, bytes]]) -> None:
+    with open(path, "w", encoding="utf-8") as out:
+        for i, (direction, data) in enumerate(transcript):
+            out.write(json.dumps({"dir": direction, "t": i * 1e-4, "frame": data.decode()}) + "\n")
+
+
+def replay_once(path: Path, db: str | None) -> tuple[float, int]:
+    from mcptape.replay.run import ReplayPlan, replay_tape
+    from mcptape.replay.tape import read_jsonl
+
+    tape = read_jsonl(path)
+    plan = ReplayPlan(FAST, None, None, "fast", db, record=db is not None, grace=0.5, progress=False)
+    t0 = time.perf_counter()
+    replayed = asyncio.run(replay_tape(tape, plan))
+    elapsed = time.perf_counter() - t0
+    assert not replayed.result.error and not replayed.result.failed, replayed.result
+    return elapsed, len(replayed.result.exchanges)
+
+
+def serve_rate(path: Path, frames: list[bytes]) -> float:
+    """Requests/s `mcptape serve` answers, sequentially, after its start-up."""
+    proc = subprocess.Popen(
+        [*MCPTAPE, "serve", "--file", str(path), "--no-record"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(INIT + b"\n" + INITIALIZED + b"\n")
+    proc.stdin.flush()
+    proc.stdout.readline()
+    calls = frames[2:]
+    t0 = time.perf_counter()
+    for frame in calls:
+        proc.stdin.write(frame + b"\n")
+        proc.stdin.flush()
+        proc.stdout.readline()
+    elapsed = time.perf_counter() - t0
+    proc.stdin.close()
+    proc.wait(30)
+    return len(calls) / elapsed
+
+
+def direct_rate(frames: list[bytes]) -> float:
+    proc = subprocess.Popen(FAST, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(INIT + b"\n")
+    proc.stdin.flush()
+    proc.stdout.readline()
+    calls = frames[2:]
+    t0 = time.perf_counter()
+    for frame in calls:
+        proc.stdin.write(frame + b"\n")
+        proc.stdin.flush()
+        proc.stdout.readline()
+    elapsed = time.perf_counter() - t0
+    proc.stdin.close()
+    proc.wait(30)
+    return len(calls) / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--exchanges", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    frames = requests(args.exchanges)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fast.jsonl"
+        _, transcript = drive(FAST, frames)
+        write_recording(path, transcript)
+        db = str(Path(tmp) / "rec.db")
+        replay_once(path, None)  # warm up imports
+        replay_once(path, db)  # create and migrate the database once
+        direct, replay, recorded = [], [], []
+        for _ in range(args.rounds):
+            direct.append(drive(FAST, frames)[0])
+            seconds, count = replay_once(path, None)
+            replay.append(seconds)
+            recorded.append(replay_once(path, db)[0])
+        d, p, q = statistics.median(direct), statistics.median(replay), statistics.median(recorded)
+        print(f"{count} exchanges, median of {args.rounds} rounds (server start-up included in each)")
+        print(f"  direct drive          {d * 1000:8.1f} ms")
+        print(f"  replay (no recording) {p * 1000:8.1f} ms   ratio {p / d:.2f}x   (target <= 1.5x)")
+        print(f"  replay (recorded)     {q * 1000:8.1f} ms   ratio {q / d:.2f}x")
+        served = statistics.median(serve_rate(path, frames) for _ in range(args.rounds))
+        live = statistics.median(direct_rate(frames) for _ in range(args.rounds))
+        print(
+            f"serve: {served:,.0f} requests/s sequential; the server directly {live:,.0f}/s; ratio {served / live:.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

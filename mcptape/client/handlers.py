@@ -1,0 +1,91 @@
+"""Answers to the server's requests (sampling, elicitation, roots) from the injection rules.
+
+The rules are the proxy's (:mod:`mcptape.rules`, one implementation for both). What no
+rule answers is declined, captured for the output and said on stderr: an elicitation
+gets ``{"action": "decline"}``, sampling the error the spec's examples use for a
+refusal, anything else "method not found". ``ping`` is answered by the core itself.
+
+2026-07-28 servers ask inside results instead (``resultType: "input_required"``):
+:func:`request_with_input` answers each input request the same way and retries the
+original request with ``inputResponses`` and the echoed ``requestState``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mcptape.client.core import ClientCore, Reply, ServerRequest, ServerRequestHandler
+from mcptape.client.errors import ApplicationError, ProtocolError
+
+if TYPE_CHECKING:
+    from mcptape.rules import Rules
+
+SAMPLING = "sampling/createMessage"
+ELICITATION = "elicitation/create"
+ROOTS = "roots/list"
+MAX_INPUT_ROUNDS = 8
+FLAG_FOR = {SAMPLING: "--handle-sampling", ELICITATION: "--handle-elicitation", ROOTS: "--roots"}
+
+
+def decline(method: str) -> Reply:
+    """What ``call`` answers a server request no rule answers."""
+    if method == ELICITATION:
+        return Reply(result={"action": "decline"}, by="default")
+    if method == SAMPLING:
+        return Reply(error={"code": -1, "message": "User rejected sampling request"}, by="default")
+    return Reply(error={"code": -32601, "message": f"Method not found: {method}"}, by="default")
+
+
+def rules_handler(rules: Rules | None, warn: Callable[[str], None]) -> ServerRequestHandler:
+    """A handler answering from ``rules`` first, declining (with a warning) what they leave."""
+
+    def handle(method: str, params: Any, tool: str | None) -> Reply:
+        if rules:
+            from mcptape.rules import RuleContext
+
+            answer = rules.answer(method, params, RuleContext(tool_name=tool))
+            if answer is not None:
+                if answer.kind == "error":
+                    return Reply(error=answer.error, by="rule")
+                return Reply(result=answer.result, by="rule")
+        flag = FLAG_FOR.get(method)
+        hint = f" (give {flag} to answer it)" if flag else ""
+        warn(f"warning: the server sent {method}; declined{hint}")
+        return decline(method)
+
+    return handle
+
+
+async def request_with_input(core: ClientCore, method: str, params: Any, *, progress: bool = False) -> Any:
+    """``core.request`` that answers 2026-07-28 ``input_required`` results and retries."""
+    current = params
+    for _ in range(MAX_INPUT_ROUNDS):
+        result = await core.request(method, current, progress=progress)
+        if not isinstance(result, dict) or result.get("resultType") != "input_required":
+            return result
+        requests = result.get("inputRequests") or {}
+        if not isinstance(requests, dict):
+            raise ProtocolError(f"{method}: inputRequests is not an object: {requests!r}")
+        responses: dict[str, Any] = {}
+        for key, request in requests.items():
+            if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+                raise ProtocolError(f"{method}: input request {key!r} has no method")
+            asked = request["method"]
+            reply = core.handler(asked, request.get("params"), core.tool_in_flight)
+            core.server_requests.append(
+                ServerRequest(asked, request.get("params"), reply.by, reply.result, reply.error)
+            )
+            if reply.error is not None:
+                raise ApplicationError(
+                    f"the server needs {asked} input that mcptape declined: {reply.error.get('message')}",
+                    data={"inputRequest": request},
+                )
+            responses[key] = reply.result
+        current = dict(current) if isinstance(current, dict) else {}
+        current["inputResponses"] = responses
+        if "requestState" in result:
+            current["requestState"] = result["requestState"]
+        else:
+            current.pop("requestState", None)
+    raise ProtocolError(f"{method}: the server still asked for input after {MAX_INPUT_ROUNDS} rounds")

@@ -1,0 +1,273 @@
+"""A recorded client session: the client core, the relay, an upstream link and the recorder.
+
+:class:`CallSession` is the thin imperative shell ``call`` (and later front ends) use::
+
+    async with CallSession(target, options) as client:
+        tools = await client.core.request("tools/list")
+
+On entry it starts the server (or connects to it, with retries for network
+failures), puts a :class:`~mcptape.client.link.ClientLink` on the client side of a
+:class:`~mcptape.proxy.relay.Relay`, and negotiates within the connect timeout. The
+recording store opens on a thread only once the first frame has been sent, so that
+importing SQLAlchemy never delays the first request. On exit the server is shut
+down gracefully and everything is written (mode ``call``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mcptape.client.core import ClientCore, ServerRequestHandler, State, Timeouts
+from mcptape.client.errors import ConnectError, ConnectTimeout, TransportError
+from mcptape.client.link import ClientLink
+from mcptape.client.negotiate import ServerHello, negotiate
+from mcptape.client.retry import BACKOFF, with_retries
+from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
+from mcptape.proxy.link import Link, LinkClosed
+from mcptape.proxy.relay import Relay
+
+if TYPE_CHECKING:
+    from mcptape.proxy.recording import BackgroundStore
+
+
+@dataclass
+class Target:
+    """The server to talk to: a command (stdio) or a URL (http, sse)."""
+
+    description: str
+    argv: list[str] | None = None
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    url: str | None = None
+    transport: str = "stdio"
+    headers: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+
+
+@dataclass
+class SessionOptions:
+    """How to run the session."""
+
+    db: str | None = None
+    record: bool = True
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    protocol_version: str | None = None
+    handler: ServerRequestHandler | None = None
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    on_state: Callable[[State, str], None] | None = None
+    on_message: Callable[[str, Any], None] | None = None
+    say: Callable[[str], None] = lambda text: print(f"mcptape: {text}", file=sys.stderr, flush=True)
+    echo_stderr: bool = False
+    grace: float = 2.0
+    retry_delays: tuple[float, ...] = BACKOFF
+    upstream_opener: Callable[[Target], Awaitable[Link]] | None = None
+
+
+def _redacted(argv: list[str], description: str) -> str:
+    try:
+        from mcptape.redact import redact_argv  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - until the redaction module lands
+        return description
+    safe = list(redact_argv(argv))
+    return description if safe == argv else " ".join(safe)
+
+
+class CallSession:
+    """One client connection through the relay; see the module docstring."""
+
+    def __init__(self, target: Target, options: SessionOptions) -> None:
+        self.target = target
+        self.options = options
+        self.link = ClientLink(self._on_frame)
+        self.core = ClientCore(self._send, timeouts=options.timeouts, on_state=options.on_state)
+        if options.handler is not None:
+            self.core.handler = options.handler
+        self.core.on_message = options.on_message
+        self.hello: ServerHello | None = None
+        self.relay: Relay | None = None
+        self.outcome: Outcome | None = None
+        self.store: BackgroundStore | None = None
+        self.recorded: bool | None = None
+        self._recorder: Any = None
+        self._run: asyncio.Task[Outcome] | None = None
+        self._transport = f"inproc->{target.transport}"
+
+    # -- frames -------------------------------------------------------------------------
+
+    def _on_frame(self, frame: Any) -> None:
+        self.core.on_frame(frame)
+
+    async def _send(self, data: bytes) -> None:
+        try:
+            await self.link.put(data)
+        except LinkClosed as exc:
+            raise TransportError(self.core.lost or str(exc)) from exc
+        if self._recorder is not None and self.store is None:
+            self._open_store()
+
+    def _open_store(self) -> None:
+        from mcptape.proxy.recording import BackgroundStore, SessionRow
+
+        description = self.target.description
+        if self.target.argv:
+            description = _redacted(self.target.argv, description)
+        row = SessionRow("call", self.target.name, self._transport, description)
+        self.store = BackgroundStore(self.options.db, row, self._recorder).start()
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def _open_upstream(self) -> Link:
+        opener = self.options.upstream_opener
+        if opener is not None:
+            return await opener(self.target)
+        if self.target.url is not None:
+            return await self._open_remote(self.target.url)
+        if self.target.argv is None:
+            raise ConnectError(f"no way to reach {self.target.description}")
+        from mcptape.proxy.process import ProcessLink, SpawnError
+
+        try:
+            return ProcessLink.spawn(
+                self.target.argv,
+                env=self.target.env,
+                cwd=self.target.cwd,
+                echo_stderr=self.options.echo_stderr,
+            )
+        except SpawnError as exc:
+            raise ConnectError(str(exc)) from exc
+
+    async def _open_remote(self, url: str) -> Link:
+        """A TCP connection first (what the retries are for), then the HTTP or SSE link."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConnectError(f"{url} is not an http:// or https:// URL")
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        _, writer = await asyncio.open_connection(parts.hostname, port)
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+        from mcptape.proxy.http.upstream import remote_link  # type: ignore[import-not-found,unused-ignore]
+
+        link: Link = remote_link(url, self.target.transport, self.target.headers)
+        return link
+
+    async def __aenter__(self) -> CallSession:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> ServerHello:
+        """Start or reach the server and negotiate; raises a ClientError."""
+        core, options = self.core, self.options
+        core.set_state("connecting", self.target.description)
+
+        def retrying(number: int, delay: float, exc: BaseException) -> None:
+            options.say(
+                f"connecting to {self.target.description} failed ({exc}); retry {number} in {delay:g} s"
+            )
+
+        try:
+            async with asyncio.timeout(options.timeouts.connect):
+                try:
+                    server = await with_retries(self._open_upstream, options.retry_delays, on_retry=retrying)
+                except (OSError, ConnectionError) as exc:
+                    raise ConnectError(f"cannot reach {self.target.description}: {exc}") from exc
+                self._start_relay(server)
+                await self.wait_started()
+                self.hello = await negotiate(core, options.capabilities, options.protocol_version)
+        except TimeoutError as exc:
+            core.set_state("error", "connect timeout")
+            raise ConnectTimeout(
+                f"no answer to the handshake from {self.target.description} "
+                f"within {options.timeouts.connect:g} s"
+            ) from exc
+        except BaseException as exc:
+            core.set_state("error", str(exc))
+            raise
+        core.set_state("connected", f"protocol {self.hello.protocol_version} via {self.hello.via}")
+        return self.hello
+
+    def _start_relay(self, server: Link) -> None:
+        addons: list[Any] = []
+        if self.options.record:
+            from mcptape.proxy.recorder import Recorder
+
+            self._recorder = Recorder()
+            addons.append(self._recorder)
+        session = SessionContext(None, "call", self._transport, self.target.description, self.target.name)
+        self.relay = Relay(self.link, server, AddonManager(addons), session, grace=self.options.grace)
+        self._run = asyncio.ensure_future(self.relay.run())
+        self._run.add_done_callback(self._relay_ended)
+        # The relay starts the links in its first steps; a frame may only be put after that.
+
+    def _relay_ended(self, task: asyncio.Task[Outcome]) -> None:
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            self.core.connection_lost(f"the relay failed: {exc}")
+            return
+        self.outcome = outcome = task.result()
+        if self.core.state in ("connecting", "connected"):
+            why = outcome.error or "the server closed the connection"
+            self.core.connection_lost(why)
+            self.core.set_state("error", why)
+
+    async def wait_started(self) -> None:
+        """Wait until the relay has started the links (its first loop turns)."""
+        while not self.link.started and self._run is not None and not self._run.done():
+            await asyncio.sleep(0)
+
+    async def close(self) -> None:
+        """Shut the server down gracefully and write the recording."""
+        core = self.core
+        if core.state != "error":
+            core.set_state("disconnecting")
+        self.link.finish()
+        if self._run is not None:
+            with contextlib.suppress(Exception):
+                self.outcome = await self._run
+        if self._recorder is not None:
+            if self.store is None:
+                self._open_store()
+            self.recorded = await _finish_in_thread(self.store)  # type: ignore[arg-type]
+            if not self.recorded and self.store is not None:
+                self.options.say(
+                    f"warning: this session could not be fully recorded into {self.store.where()}"
+                    + (f": {self.store.error}" if self.store.error else "")
+                )
+        if core.state != "error":
+            core.set_state("disconnected")
+
+    def where(self) -> str | None:
+        """Where the session is recorded, once the store is open."""
+        return self.store.where() if self.store is not None else None
+
+
+async def _finish_in_thread(store: BackgroundStore) -> bool:
+    """Close the store on a plain thread (not the loop's executor, which asyncio.run joins)."""
+    result: list[bool] = []
+    done = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def work() -> None:
+        try:
+            result.append(store.finish())
+        except Exception:  # the caller warns that recording failed
+            result.append(False)
+        finally:
+            loop.call_soon_threadsafe(done.set)
+
+    threading.Thread(target=work, name="mcptape-store-close", daemon=True).start()
+    await done.wait()
+    return result[0]

@@ -1,0 +1,243 @@
+"""The mock server: a server-facing link that plays a recording's server side to a live client.
+
+It is the upstream link of ``mcptape serve`` (``Relay(client_link, TapeServer(tape), ...)``)
+and lives on the event loop:
+
+- a client request is matched by method and canonical (normalised) parameters, never
+  by id; identical requests are answered in recorded order; the recorded response is
+  sent with the live request's id;
+- what the server sent while answering is sent again first, in recorded order:
+  notifications (a progress notification carries the live request's progress token),
+  and server-initiated requests, each sent to the client and its answer awaited (the
+  relay records it) before the next;
+- ``initialize`` and ``server/discover`` are answered from the recording whatever the
+  client asks (``ping`` gets ``{}`` when the recording has none);
+- a request with no match gets a JSON-RPC error naming the nearest recorded requests
+  and the fields that differ, or, with a ``fallback`` link (``--on-miss forward``), is
+  forwarded to a real server, whose answer (recorded by the relay) goes to the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections.abc import Awaitable
+from typing import Any, Final
+
+import orjson
+
+from mcptape.frames import Frame, classify_message
+from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkClosed, LinkEnd
+from mcptape.replay.book import AnswerBook, Entry
+from mcptape.replay.matchers import miss_message
+from mcptape.replay.normalise import Normaliser
+from mcptape.replay.tape import Exchange, ServerCall, Tape, id_key
+
+HANDSHAKES: Final = ("initialize", "server/discover")
+MISS: Final = -32601  # the method (with these params) is not on the tape
+CALL_TIMEOUT: Final = 60.0
+INIT_ID: Final = "mcptape-serve-init"
+
+
+def _token(message: dict[str, Any]) -> Any:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None
+
+
+class TapeServer:
+    """Plays the server side of ``tape``; see the module docstring."""
+
+    def __init__(
+        self,
+        tape: Tape,
+        *,
+        normaliser: Normaliser | None = None,
+        fallback: Link | None = None,
+        call_timeout: float = CALL_TIMEOUT,
+    ) -> None:
+        self.name = "tape"
+        self.tape = tape
+        self.fallback = fallback
+        self.call_timeout = call_timeout
+        self.handshakes: dict[str, Exchange] = {}
+        entries = []
+        for e in tape.exchanges:
+            if e.method in HANDSHAKES:
+                if e.response is not None and "result" in e.response:
+                    self.handshakes.setdefault(e.method or "", e)
+            else:
+                entries.append(Entry(e.index, e.method, e.params, e))
+        self.book = AnswerBook(entries, normaliser)
+        self.misses: list[str] = []
+        self.forwarded = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._deliver: Deliver | None = None
+        self._ended: Ended | None = None
+        self._lock = asyncio.Lock()
+        self._calls: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._call_ids = itertools.count(1)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._fallback_calls: set[str] = set()  # ids of the fallback server's requests to the client
+        self._open = False
+
+    # -- the Link interface ---------------------------------------------------------
+
+    def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._deliver, self._ended = deliver, ended
+        self._open = True
+        if self.fallback is not None:
+            self.fallback.start(self._from_fallback, lambda why: event("upstream_closed", why, None), event)
+
+    def send(self, frame: Frame) -> Awaitable[Any] | None:
+        if not self._open:
+            raise LinkClosed("tape: closed")
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._received, frame)
+        return None
+
+    def close_send(self) -> None:
+        pass  # nothing is queued: answers are delivered as they are played
+
+    def stop_receiving(self) -> None:
+        self._open = False
+
+    async def aclose(self, grace: float) -> LinkEnd:
+        self._open = False
+        for task in list(self._tasks):
+            task.cancel()
+        if self.fallback is not None:
+            await self.fallback.aclose(grace)
+        return LinkEnd("closed")
+
+    # -- answering ------------------------------------------------------------------
+
+    async def _out(self, message: dict[str, Any] | bytes) -> None:
+        data = message if isinstance(message, bytes) else orjson.dumps(message)
+        async with self._lock:
+            if not self._open or self._deliver is None:
+                return
+            pending = self._deliver(Frame(data, "s2c"))
+            if pending is not None:
+                await pending
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _received(self, frame: Frame) -> None:
+        for message in self._messages(frame):
+            kind = classify_message(message).kind
+            if kind == "request":
+                self._request(message, frame)
+            elif kind in ("response", "error"):
+                key = id_key(message.get("id"))
+                call = self._calls.pop(key, None)
+                if call is not None and not call.done():
+                    call.set_result(message)
+                elif key in self._fallback_calls and self.fallback is not None:
+                    self._fallback_calls.discard(key)
+                    self._to_fallback(orjson.dumps(message))
+            elif kind == "notification" and self.fallback is not None:
+                self._to_fallback(orjson.dumps(message))
+
+    @staticmethod
+    def _messages(frame: Frame) -> list[dict[str, Any]]:
+        value = frame.message
+        items = value if isinstance(value, list) else [value]
+        return [m for m in items if isinstance(m, dict)]
+
+    def _request(self, message: dict[str, Any], frame: Frame) -> None:
+        method, params = message.get("method"), message.get("params")
+        if method in HANDSHAKES:
+            exchange = self.handshakes.get(method)
+            if exchange is None and method == "server/discover":
+                self._spawn(
+                    self._out(_error(message, MISS, "mcptape serve: the recording has no server/discover"))
+                )
+                return
+            exchange = exchange or next(iter(self.handshakes.values()), None)
+            if exchange is not None and exchange.response is not None:
+                self._spawn(
+                    self._out(
+                        {"jsonrpc": "2.0", "id": message.get("id"), "result": exchange.response["result"]}
+                    )
+                )
+                if self.fallback is not None and method == "initialize":
+                    self._to_fallback(orjson.dumps({**message, "id": INIT_ID}))
+                return
+        entry = self.book.take(method if isinstance(method, str) else None, params)
+        if entry is not None:
+            self._spawn(self._play(entry.answer, message))
+        elif self.fallback is not None:
+            self.forwarded += 1
+            self._to_fallback(orjson.dumps(message))
+        elif method == "ping":
+            self._spawn(self._out({"jsonrpc": "2.0", "id": message.get("id"), "result": {}}))
+        else:
+            text = miss_message(method if isinstance(method, str) else None, self.book.near(method, params))
+            self.misses.append(text)
+            self._spawn(self._out(_error(message, MISS, text)))
+
+    async def _play(self, exchange: Exchange, request: dict[str, Any]) -> None:
+        recorded_token, live_token = _token(exchange.request), _token(request)
+        for what, item in exchange.timeline:
+            if what == "notification":
+                params = item.get("params")
+                if (
+                    isinstance(params, dict)
+                    and recorded_token is not None
+                    and params.get("progressToken") == recorded_token
+                ):
+                    if live_token is None:
+                        continue  # this client asked for no progress
+                    item = {**item, "params": {**params, "progressToken": live_token}}
+                await self._out(item)
+            else:
+                await self._server_call(item)
+        response = exchange.response
+        if response is None:
+            return  # the server never answered it when recorded: neither do we
+        body = {k: v for k, v in response.items() if k not in ("id", "jsonrpc")}
+        await self._out({"jsonrpc": "2.0", "id": request.get("id"), **body})
+
+    async def _server_call(self, call: ServerCall) -> None:
+        assert self._loop is not None
+        rid = f"mcptape-serve-{next(self._call_ids)}"
+        future: asyncio.Future[dict[str, Any]] = self._loop.create_future()
+        self._calls[id_key(rid)] = future
+        await self._out({**call.request, "id": rid})
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(future, self.call_timeout)
+        self._calls.pop(id_key(rid), None)
+
+    # -- the real server behind, for misses ------------------------------------------
+
+    def _to_fallback(self, data: bytes) -> None:
+        assert self.fallback is not None
+        with contextlib.suppress(LinkClosed):
+            pending = self.fallback.send(Frame(data, "c2s"))
+            if pending is not None:
+                self._spawn(_await(pending))
+
+    def _from_fallback(self, frame: Frame) -> Awaitable[Any] | None:
+        if frame.rpc_id == orjson.dumps(INIT_ID).decode() and frame.kind in ("response", "error"):
+            return None  # the fallback's own handshake: the client got the recorded one
+        if frame.kind == "request" and frame.rpc_id is not None:
+            self._fallback_calls.add(id_key(orjson.loads(frame.rpc_id)))
+        if not self._open or self._deliver is None:
+            return None
+        return self._deliver(Frame(frame.data, "s2c"))
+
+
+async def _await(pending: Awaitable[Any]) -> None:
+    await pending
+
+
+def _error(request: dict[str, Any], code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request.get("id"), "error": {"code": code, "message": message}}

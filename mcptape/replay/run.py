@@ -1,0 +1,167 @@
+"""`replay` assembled: a tape player as the client link, a freshly spawned server, the recorder.
+
+One recording at a time: the server is started, re-driven with the recorded client
+frames through the relay (so the replay is recorded like any session, mode ``replay``,
+``replay_of`` the original), shut down as a client leaving would, and the result is
+compared with the recording.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcptape.proxy.addons import AddonManager, SessionContext
+from mcptape.proxy.process import ProcessLink, SpawnError
+from mcptape.proxy.recorder import Recorder
+from mcptape.proxy.recording import BackgroundStore, SessionRow
+from mcptape.proxy.relay import Relay
+from mcptape.proxy.session import _finish_in_thread, _redacted
+from mcptape.replay.compare import SessionResult, compare_tapes
+from mcptape.replay.normalise import Normaliser
+from mcptape.replay.player import TapePlayer
+from mcptape.replay.tape import Tape, TapeFrame
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+PROGRESS_EVERY = 250
+
+
+@dataclass
+class ReplayPlan:
+    """What ``mcptape replay`` was asked to do for each recording."""
+
+    argv: list[str]
+    env: dict[str, str] | None
+    cwd: str | None
+    description: str
+    db: str | None
+    record: bool = True
+    normaliser: Normaliser = field(default_factory=Normaliser)
+    timeout: float = 30.0
+    grace: float = 2.0
+    echo_stderr: bool = False
+    progress: bool = True
+    rules: Any = None  # mcptape.rules.Rules: the user's injection rules, asked before the recording
+
+
+@dataclass
+class Replayed:
+    """A recording replayed: the comparison, the frames the replay exchanged, how it ended."""
+
+    result: SessionResult
+    frames: list[TapeFrame]
+    interrupted_by: int | None = None
+
+
+def _say(message: str) -> None:
+    print(f"mcptape: {message}", file=sys.stderr, flush=True)
+
+
+def _progress(source: str, total: int) -> Callable[[int, int], None] | None:
+    if total < PROGRESS_EVERY:
+        return None
+
+    def report(done: int, _total: int) -> None:
+        if done % PROGRESS_EVERY == 0:
+            _say(f"{source}: {done}/{total} exchanges sent")
+
+    return report
+
+
+async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
+    """Replay one recording against a new server process; never raises for a server that fails."""
+    recorder = Recorder()
+    _, description = _redacted(plan.argv, plan.description)  # secrets never reach the database
+    session = SessionContext(None, "replay", "tape->stdio", description, None)
+    row = SessionRow("replay", None, "tape->stdio", description, replay_of=tape.session_id)
+    try:
+        server = ProcessLink.spawn(plan.argv, env=plan.env, cwd=plan.cwd, echo_stderr=plan.echo_stderr)
+    except SpawnError as exc:
+        return Replayed(SessionResult(tape.source, [], error=str(exc)), [])
+    store = BackgroundStore(plan.db, row, recorder).start() if plan.record else None
+    if store is not None:
+        # Nobody is waiting on a replay's first frame: open the store (while the server
+        # starts) before driving, rather than holding frames for it mid-replay.
+        await store.opened()
+    report = _progress(tape.source, len(tape.exchanges)) if plan.progress else None
+    player = TapePlayer(tape, timeout=plan.timeout, progress=report)
+    if plan.rules:
+        player.answer = rules_answer(plan.rules, player)
+    addons = AddonManager([recorder] if store is not None else [])
+    relay = Relay(player, server, addons, session, grace=plan.grace)
+    loop = asyncio.get_running_loop()
+    stopped_by: list[int] = []
+    for signum in SIGNALS:
+
+        def on_signal(signum: int = signum) -> None:
+            stopped_by.append(signum)
+            relay.stop(signal.Signals(signum).name)
+
+        loop.add_signal_handler(signum, on_signal)
+    try:
+        outcome = await relay.run()
+    finally:
+        for signum in SIGNALS:
+            loop.remove_signal_handler(signum)
+    replay_id = None
+    if store is not None:
+        if not await _finish_in_thread(store):
+            _say(f"warning: the replay of {tape.source} could not be recorded fully into {store.where()}")
+        replay_id = store.session_id
+    replayed = player.replayed_tape()
+    results = compare_tapes(tape, replayed, plan.normaliser)
+    error = None
+    if outcome.status == "error" and not _server_answered(player.seen):
+        error = outcome.error or "the server ended before answering"
+    return Replayed(
+        SessionResult(tape.source, results, replay_id=replay_id, error=error),
+        player.seen,
+        stopped_by[0] if stopped_by else None,
+    )
+
+
+def rules_answer(rules: Any, player: TapePlayer) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """The player's hook asking injection rules about a live server request."""
+    from mcptape.rules import RuleContext
+
+    def answer(request: dict[str, Any]) -> dict[str, Any] | None:
+        method = request.get("method")
+        if not isinstance(method, str):
+            return None
+        found = rules.answer(method, request.get("params"), RuleContext(player.tool_in_flight()))
+        if found is None:
+            return None
+        return {"result": found.result} if found.kind == "result" else {"error": found.error}
+
+    return answer
+
+
+def _server_answered(frames: list[TapeFrame]) -> bool:
+    return any(f.direction == "s2c" and f.origin == "server" for f in frames)
+
+
+def write_jsonl(path: Path, frames: list[TapeFrame]) -> None:
+    """Write frames in the format ``mcptape export`` writes (replacing ``path`` only when complete)."""
+    import base64
+    import os
+
+    start = frames[0].ts if frames else 0.0
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w", encoding="utf-8", newline="\n") as out:
+        for frame in frames:
+            obj: dict[str, object] = {"dir": frame.direction, "t": round(frame.ts - start, 6)}
+            try:
+                obj["frame"] = frame.data.decode("utf-8")
+            except UnicodeDecodeError:
+                obj["frame"] = frame.data.decode("utf-8", errors="replace")
+                obj["raw_b64"] = base64.b64encode(frame.data).decode("ascii")
+            if frame.origin == "proxy":
+                obj["origin"] = "proxy"
+            out.write(json.dumps(obj) + "\n")
+    os.replace(partial, path)

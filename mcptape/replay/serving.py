@@ -1,0 +1,104 @@
+"""`serve` assembled: our stdio as the client link, the tape as the server, the recorder.
+
+The session is recorded (mode ``serve``, ``replay_of`` the recording) when a database
+is in play, so what the client under test asked, and how it answered the replayed
+server requests, can be read back with SQL like any session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from dataclasses import dataclass, field
+
+from mcptape.proxy.addons import AddonManager, SessionContext
+from mcptape.proxy.link import Link, LinkClosed
+from mcptape.proxy.process import ProcessLink, SpawnError
+from mcptape.proxy.recorder import Recorder
+from mcptape.proxy.recording import BackgroundStore, SessionRow
+from mcptape.proxy.relay import Relay
+from mcptape.proxy.session import _finish_in_thread
+from mcptape.proxy.stdio import open_stdio_link
+from mcptape.replay.mock import TapeServer
+from mcptape.replay.normalise import Normaliser
+from mcptape.replay.tape import Tape
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@dataclass
+class ServePlan:
+    """What ``mcptape serve`` was asked to do."""
+
+    tape: Tape
+    db: str | None
+    record: bool
+    strict: bool = False
+    forward_argv: list[str] | None = None
+    forward_env: dict[str, str] | None = None
+    forward_cwd: str | None = None
+    normaliser: Normaliser = field(default_factory=Normaliser)
+    grace: float = 2.0
+
+
+def _say(message: str) -> None:
+    print(f"mcptape: {message}", file=sys.stderr, flush=True)
+
+
+async def run_serve(plan: ServePlan, client: Link | None = None) -> int:
+    """Serve the tape to the client on our stdio (or ``client``) until it leaves; the exit status."""
+    fallback = None
+    if plan.forward_argv:
+        try:
+            fallback = ProcessLink.spawn(plan.forward_argv, env=plan.forward_env, cwd=plan.forward_cwd)
+        except SpawnError as exc:
+            _say(f"error: {exc}")
+            return 2
+    if client is None:
+        try:
+            client = open_stdio_link()
+        except LinkClosed as exc:
+            _say(f"error: {exc}")
+            return 2
+    tape_server = TapeServer(plan.tape, normaliser=plan.normaliser, fallback=fallback)
+    recorder = Recorder()
+    description = f"tape {plan.tape.source}"
+    session = SessionContext(None, "serve", "stdio->tape", description, None)
+    row = SessionRow("serve", None, "stdio->tape", description, replay_of=plan.tape.session_id)
+    store = BackgroundStore(plan.db, row, recorder).start() if plan.record else None
+    relay = Relay(client, tape_server, AddonManager([recorder] if store else []), session, grace=plan.grace)
+    loop = asyncio.get_running_loop()
+    stopped_by: list[int] = []
+    for signum in SIGNALS:
+
+        def on_signal(signum: int = signum) -> None:
+            stopped_by.append(signum)
+            relay.stop(signal.Signals(signum).name)
+
+        loop.add_signal_handler(signum, on_signal)
+    try:
+        await relay.run()
+    finally:
+        for signum in SIGNALS:
+            loop.remove_signal_handler(signum)
+    if store is not None and not await _finish_in_thread(store):
+        _say(f"warning: this session could not be recorded fully into {store.where()}")
+    if stopped_by:
+        return 128 + stopped_by[0]
+    code = 0
+    if tape_server.misses:
+        _say(f"{len(tape_server.misses)} request(s) matched nothing on the tape")
+    if tape_server.forwarded:
+        _say(
+            f"{tape_server.forwarded} request(s) not on the tape were forwarded to {' '.join(plan.forward_argv or [])}"
+        )
+    if plan.strict:
+        unused = tape_server.book.unused()
+        if unused:
+            listed = ", ".join(f"#{e.index} {e.method}" for e in unused[:10])
+            _say(f"error: --strict: {len(unused)} recorded request(s) were never asked for: {listed}")
+            code = 1
+        if tape_server.misses:
+            code = 1
+    return code

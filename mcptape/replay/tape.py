@@ -1,0 +1,293 @@
+"""A recorded session as a tape: its frames, and the exchanges they form.
+
+A tape comes from the store (a session reference, as ``show`` resolves it: an id, an
+id prefix, a name or ``last``) or from a JSONL file in the format ``mcptape export``
+writes. :func:`build_tape` (pure) turns frames into:
+
+- **steps**: the frames the client sent (requests and notifications, in order), each
+  with the requests whose responses the recording shows arriving before it, so that a
+  player waits for exactly what the client waited for;
+- **exchanges**: each client request with its response, the notifications the server
+  sent for it (by progress token, else while it was the latest request in flight),
+  and the server-initiated requests made meanwhile with the answers they got;
+- **server calls**: every server-initiated request with its answer, in order.
+
+Frames mcptape wrote itself (origin ``proxy``) are not steps: an injected answer to a
+server request still counts as that request's answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import fnmatch
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+
+from mcptape.frames import Direction, classify_message, parse
+from mcptape.ids import encode_id
+from mcptape.ids import id_key as text_key
+
+PROGRESS: Final = "notifications/progress"
+
+
+class TapeError(Exception):
+    """A recording that cannot be read: ``str()`` is one line for the user."""
+
+
+def id_key(value: Any) -> str:
+    """The correlation key of a JSON-RPC id value: ids peers consider equal (1, 1.0) share it."""
+    if type(value) is int:
+        return str(value)  # what id_key gives a plain integer's text, without parsing it again
+    return text_key(encode_id(value))
+
+
+@dataclass(slots=True)
+class TapeFrame:
+    """One recorded frame: where it sits, which way it went, who wrote it, its exact bytes."""
+
+    seq: int
+    direction: Direction
+    origin: str
+    ts: float
+    data: bytes
+    messages: list[Any] = field(default_factory=list)  # the message, or a batch's elements
+    kind: str = "malformed"
+
+
+def tape_frame(seq: int, direction: Direction, origin: str, ts: float, data: bytes) -> TapeFrame:
+    """A tape frame with its messages parsed (a batch is flattened into its elements)."""
+    value = parse(data)
+    if isinstance(value, list):
+        return TapeFrame(seq, direction, origin, ts, data, [m for m in value if isinstance(m, dict)], "batch")
+    if isinstance(value, dict):
+        return TapeFrame(seq, direction, origin, ts, data, [value], classify_message(value).kind)
+    return TapeFrame(seq, direction, origin, ts, data)
+
+
+@dataclass
+class ServerCall:
+    """A server-initiated request (sampling, elicitation, roots, ping) and the answer it got."""
+
+    request: dict[str, Any]
+    answer: dict[str, Any] | None = None
+    exchange: int | None = None  # the client exchange it happened during
+
+    @property
+    def method(self) -> str | None:
+        method = self.request.get("method")
+        return method if isinstance(method, str) else None
+
+
+@dataclass
+class Exchange:
+    """A client request (numbered from 1 in the order sent), its response, and what came with it."""
+
+    index: int
+    request: dict[str, Any]
+    response: dict[str, Any] | None = None
+    response_data: bytes | None = None  # the response frame's exact bytes (not for a batch)
+    notifications: list[dict[str, Any]] = field(default_factory=list)
+    server_calls: list[ServerCall] = field(default_factory=list)
+    # What the server sent while answering, in order: ("notification", message) or ("call", ServerCall).
+    timeline: list[tuple[str, Any]] = field(default_factory=list)
+
+    @property
+    def method(self) -> str | None:
+        method = self.request.get("method")
+        return method if isinstance(method, str) else None
+
+    @property
+    def params(self) -> Any:
+        return self.request.get("params")
+
+    @property
+    def subject(self) -> str | None:
+        """The tool, prompt or resource the request is about (``tools/call`` → tool name)."""
+        params = self.params if isinstance(self.params, dict) else {}
+        value = params.get("name") if self.method in ("tools/call", "prompts/get") else params.get("uri")
+        return value if isinstance(value, str) else None
+
+    @property
+    def key(self) -> str:
+        return id_key(self.request.get("id"))
+
+    def label(self) -> str:
+        """``#3 tools/call weather``."""
+        subject = f" {self.subject}" if self.subject else ""
+        return f"#{self.index} {self.method}{subject}"
+
+
+@dataclass
+class Step:
+    """A frame the client sent, and the requests whose responses it waited for first."""
+
+    frame: TapeFrame
+    wait_for: tuple[str, ...]
+    opens: tuple[int, ...]  # indexes of the exchanges it starts
+
+
+@dataclass
+class Tape:
+    """A session as exchanges and steps; ``source`` says where it came from, for messages."""
+
+    source: str
+    frames: list[TapeFrame]
+    exchanges: list[Exchange]
+    steps: list[Step]
+    server_calls: list[ServerCall]
+    session_id: str | None = None
+    name: str | None = None
+    started_at: float | None = None
+
+
+def _progress_token(request: dict[str, Any]) -> bytes | None:
+    params = request.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if isinstance(meta, dict) and "progressToken" in meta:
+        return orjson.dumps(meta["progressToken"])
+    return None
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.exchanges: list[Exchange] = []
+        self.steps: list[Step] = []
+        self.calls: list[ServerCall] = []
+        self.in_flight: dict[str, Exchange] = {}
+        self.by_token: dict[bytes, Exchange] = {}
+        self.server_pending: dict[str, ServerCall] = {}
+        self.answered: list[str] = []
+
+    def add(self, frame: TapeFrame) -> None:
+        if frame.direction == "c2s":
+            self._client(frame)
+        elif frame.kind == "batch":
+            for message in frame.messages:
+                self._server(message)
+        elif frame.messages:
+            self._server(frame.messages[0], frame.data)
+
+    def _client(self, frame: TapeFrame) -> None:
+        opens: list[int] = []
+        for message in frame.messages:
+            kind = classify_message(message).kind
+            if kind in ("response", "error"):
+                call = self.server_pending.pop(id_key(message.get("id")), None)
+                if call is not None:
+                    call.answer = message
+            elif kind == "request" and frame.origin != "proxy":
+                exchange = Exchange(len(self.exchanges) + 1, message)
+                self.exchanges.append(exchange)
+                self.in_flight[exchange.key] = exchange
+                token = _progress_token(message)
+                if token is not None:
+                    self.by_token[token] = exchange
+                opens.append(exchange.index)
+        if frame.origin != "proxy" and frame.kind in ("request", "notification", "batch"):
+            self.steps.append(Step(frame, tuple(self.answered), tuple(opens)))
+            self.answered = []
+
+    def _latest(self) -> Exchange | None:
+        return next(reversed(self.in_flight.values()), None)
+
+    def _server(self, message: dict[str, Any], data: bytes | None = None) -> None:
+        kind = classify_message(message).kind
+        if kind in ("response", "error"):
+            key = id_key(message.get("id"))
+            exchange = self.in_flight.pop(key, None)
+            if exchange is not None:
+                exchange.response = message
+                exchange.response_data = data
+                self.answered.append(key)
+        elif kind == "notification":
+            owner = None
+            params = message.get("params")
+            if message.get("method") == PROGRESS and isinstance(params, dict) and "progressToken" in params:
+                owner = self.by_token.get(orjson.dumps(params["progressToken"]))
+            owner = owner or self._latest()
+            if owner is not None:
+                owner.notifications.append(message)
+                owner.timeline.append(("notification", message))
+        elif kind == "request":
+            owner = self._latest()
+            call = ServerCall(message, exchange=owner.index if owner else None)
+            self.calls.append(call)
+            self.server_pending[id_key(message.get("id"))] = call
+            if owner is not None:
+                owner.server_calls.append(call)
+                owner.timeline.append(("call", call))
+
+
+def build_tape(frames: Iterable[TapeFrame], source: str, **info: Any) -> Tape:
+    """Exchanges and steps from frames in recorded order (pure)."""
+    kept = list(frames)
+    builder = _Builder()
+    for frame in kept:
+        builder.add(frame)
+    return Tape(source, kept, builder.exchanges, builder.steps, builder.calls, **info)
+
+
+# -- loading --------------------------------------------------------------------------
+
+
+def read_jsonl(path: Path) -> Tape:
+    """A tape from a file ``mcptape export`` wrote (one ``{"dir", "t", "frame"}`` per line)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TapeError(f"recording file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TapeError(f"cannot read recording file {path}: {exc}") from None
+    frames: list[TapeFrame] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            direction = obj["dir"]
+            if direction not in ("c2s", "s2c"):
+                raise ValueError(f"dir must be c2s or s2c, not {direction!r}")
+            data = base64.b64decode(obj["raw_b64"]) if "raw_b64" in obj else obj["frame"].encode()
+            ts = float(obj.get("t", 0.0))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise TapeError(
+                f"{path}:{number}: not a line of `mcptape export` "
+                f'({{"dir": "c2s"|"s2c", "t": SECONDS, "frame": TEXT}}): {exc}'
+            ) from None
+        origin = obj.get("origin") or ("client" if direction == "c2s" else "server")
+        frames.append(tape_frame(len(frames) + 1, direction, origin, ts, data))
+    return build_tape(frames, str(path), name=path.stem)
+
+
+def load_session(store: Any, ref: str) -> Tape:
+    """A tape from the store: ``ref`` is an id, a unique id prefix, a name (the latest) or ``last``."""
+    from mcptape.store.queries import SessionLookupError, resolve_session, session_frames
+
+    try:
+        row = resolve_session(store, ref)
+    except SessionLookupError as exc:
+        raise TapeError(str(exc)) from None
+    frames = [
+        tape_frame(f.seq, "c2s" if f.direction == "c2s" else "s2c", f.origin, f.ts, f.data)
+        for f in session_frames(store, row["id"])
+    ]
+    label = f"session {row['id'][:12]}" + (f" ({row['name']})" if row["name"] else "")
+    return build_tape(frames, label, session_id=row["id"], name=row["name"], started_at=row["started_at"])
+
+
+def matching_names(store: Any, pattern: str) -> list[str]:
+    """Session names matching a shell pattern (``smoke-*``), sorted; replays left unnamed are skipped."""
+    from mcptape.store.queries import list_sessions
+
+    names = {row["name"] for row in list_sessions(store) if row["name"]}
+    return sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
+
+
+def is_pattern(ref: str) -> bool:
+    """Whether a session reference is a name pattern rather than one session."""
+    return any(c in ref for c in "*?[")

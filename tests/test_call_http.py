@@ -1,0 +1,109 @@
+"""`mcptape call --url`: server-everything over streamable HTTP and legacy SSE, and retries while it starts.
+
+These run once the HTTP/SSE upstream links (mcptape.proxy.http) are in the build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import MCPTAPE, NPM_DIR
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("mcptape.proxy.http") is None,
+    reason="the HTTP/SSE upstream links (mcptape.proxy.http) are not in this build yet",
+)
+ENTRY = NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start(port: int, transport: str) -> subprocess.Popen[bytes]:
+    node = shutil.which("node")
+    if node is None or not ENTRY.exists():
+        pytest.skip("server-everything is not installed (cd tests/npm && npm ci)")
+    env = {**os.environ, "PORT": str(port)}
+    return subprocess.Popen(
+        [node, str(ENTRY), transport], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+def _wait(port: int) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on {port}")
+
+
+@contextlib.contextmanager
+def _server(transport: str, port: int | None = None, delay: float = 0.0) -> Iterator[str]:
+    port = port or _free_port()
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start() -> None:
+        time.sleep(delay)
+        procs.append(_start(port, transport))
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    if not delay:
+        starter.join()
+        _wait(port)
+    try:
+        yield f"http://127.0.0.1:{port}/{'mcp' if transport == 'streamableHttp' else 'sse'}"
+    finally:
+        starter.join()
+        for proc in procs:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def _call(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MCPTAPE, "call", *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("served", "transport"), [("streamableHttp", "http"), ("sse", "sse")])
+def test_tools_list_over_a_remote_transport_is_recorded(served: str, transport: str, tmp_path: Path) -> None:
+    db = tmp_path / "rec.db"
+    with _server(served) as url:
+        proc = _call(
+            "-m", "tools/list", "--url", url, "--transport", transport, "--db", str(db), "--token", "s3cret"
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert "echo" in [tool["name"] for tool in json.loads(proc.stdout)["tools"]]
+    with sqlite3.connect(db) as conn:
+        mode, session_transport = conn.execute("select mode, transport from sessions").fetchone()
+        texts = " ".join(str(row) for row in conn.execute("select * from frames"))
+    assert (mode, session_transport) == ("call", f"inproc->{transport}")
+    assert "s3cret" not in texts
+
+
+def test_a_server_still_starting_is_reached_after_retries() -> None:
+    port = _free_port()
+    with _server("streamableHttp", port, delay=1.2) as url:
+        proc = _call("-m", "ping", "--url", url, "--no-record")
+    assert proc.returncode == 0, proc.stderr
+    assert "retry 1 in 1 s" in proc.stderr

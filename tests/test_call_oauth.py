@@ -1,0 +1,103 @@
+"""`call`'s OAuth steps against a small authorization server on loopback (tests/servers/oauth_server.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+from urllib.request import HTTPRedirectHandler, Request, build_opener
+
+from mcptape.client.oauth import OAuthCall, authorize_url, pkce_pair, well_known
+from tests.conftest import MCPTAPE
+from tests.servers.oauth_server import _s256, running
+
+
+def _call(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MCPTAPE, "call", *args], capture_output=True, text=True, timeout=60)
+
+
+def _json(proc: subprocess.CompletedProcess[str]) -> Any:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+class _NoRedirect(HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _approve(url: str) -> dict[str, list[str]]:
+    """Play the user's browser: open the authorization URL, read the redirect's query."""
+    try:
+        build_opener(_NoRedirect).open(Request(url))
+    except Exception as exc:  # urllib raises HTTPError for the 302 it was told not to follow
+        location = exc.headers["Location"]  # type: ignore[attr-defined]
+    return parse_qs(urlsplit(location).query)
+
+
+def test_discover_register_authorize_token_and_refresh_without_a_browser() -> None:
+    with running() as base:
+        url = f"{base}/mcp"
+        meta = _json(_call("-m", "oauth/discover", "--url", url))
+        assert meta["resource"]["authorization_servers"] == [base]
+        assert meta["authorizationServer"]["token_endpoint"] == f"{base}/token"
+        client = _json(_call("-m", "oauth/register", "--url", url, "--scope", "mcp"))
+        client_id = client["client_id"]
+        start = _json(_call("-m", "oauth/authorize-url", "--url", url, "--client-id", client_id))
+        query = parse_qs(urlsplit(start["url"]).query)
+        assert query["code_challenge"] == [_s256(start["codeVerifier"])]
+        assert query["resource"] == [url] and query["code_challenge_method"] == ["S256"]
+        redirect = _approve(start["url"])
+        assert redirect["state"] == [start["state"]]
+        code = redirect["code"][0]
+        args = ["-m", "oauth/token", "--url", url, "--client-id", client_id, "--code", code]
+        tokens = _json(_call(*args, "--code-verifier", start["codeVerifier"]))
+        assert tokens["token_type"] == "Bearer" and tokens["access_token"]
+        again = _json(
+            _call(
+                "-m",
+                "oauth/refresh",
+                "--url",
+                url,
+                "--client-id",
+                client_id,
+                "--refresh-token",
+                tokens["refresh_token"],
+            )
+        )
+        assert again["access_token"] != tokens["access_token"]
+
+
+def test_a_wrong_verifier_is_the_servers_error_with_exit_2() -> None:
+    with running() as base:
+        url = f"{base}/mcp"
+        client_id = _json(_call("-m", "oauth/register", "--url", url))["client_id"]
+        start = _json(_call("-m", "oauth/authorize-url", "--url", url, "--client-id", client_id))
+        code = _approve(start["url"])["code"][0]
+        args = ["-m", "oauth/token", "--url", url, "--client-id", client_id, "--code", code]
+        proc = _call(*args, "--code-verifier", "not-the-verifier", "--structured")
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)["error"]
+    assert error["category"] == "application" and error["code"] == 400
+    assert "PKCE verifier mismatch" in error["message"]
+
+
+def test_a_resource_without_metadata_says_to_name_the_authorization_server() -> None:
+    with running() as base:
+        proc = _call("-m", "oauth/discover", "--url", f"{base}/elsewhere", "--structured")
+    assert proc.returncode == 1
+    assert "give --auth-server URL" in json.loads(proc.stdout)["error"]["message"]
+
+
+def test_pure_parts() -> None:
+    assert well_known("https://h.example/a/mcp/", "oauth-protected-resource") == [
+        "https://h.example/.well-known/oauth-protected-resource/a/mcp",
+        "https://h.example/.well-known/oauth-protected-resource",
+    ]
+    verifier, challenge = pkce_pair()
+    assert 43 <= len(verifier) <= 128 and challenge == _s256(verifier)
+    call = OAuthCall("oauth/authorize-url", "https://r/mcp", client_id="c", scope="a b", state="s")
+    out = authorize_url(call, {"authorization_endpoint": "https://as/authorize?x=1"})
+    assert out["url"].startswith("https://as/authorize?x=1&response_type=code&client_id=c")
+    assert "scope=a+b" in out["url"] and out["state"] == "s"

@@ -1,0 +1,126 @@
+"""The tape player in-process: a relay between it and an in-memory server the test plays."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from mcptape.proxy.addons import AddonManager, SessionContext
+from mcptape.proxy.link import MemoryLink
+from mcptape.proxy.relay import Relay
+from mcptape.replay.player import TapePlayer
+from mcptape.replay.tape import build_tape, tape_frame
+
+
+def tape_of(*items: tuple[str, dict[str, Any]]) -> Any:
+    frames = [
+        tape_frame(i, d, "client" if d == "c2s" else "server", float(i), json.dumps(m).encode())  # type: ignore[arg-type]
+        for i, (d, m) in enumerate(items, 1)
+    ]
+    return build_tape(frames, "t")
+
+
+CALL = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask", "arguments": {}}}
+SAMPLE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "sampling/createMessage",
+    "params": {"messages": [], "maxTokens": 5},
+}
+ANSWER = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "result": {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"},
+}
+DONE = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "hi"}]}}
+NOTE = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+def test_player_sends_recorded_bytes_waits_and_answers_server_requests_by_method() -> None:
+    tape = tape_of(
+        ("c2s", CALL), ("s2c", SAMPLE), ("c2s", ANSWER), ("s2c", DONE), ("c2s", NOTE), ("c2s", LIST)
+    )
+
+    async def main() -> list[bytes]:
+        player = TapePlayer(tape, timeout=5)
+        server = MemoryLink("s2c", "server")
+        relay = Relay(player, server, AddonManager([]), SessionContext(None, "replay", "t", "t"), grace=0.1)
+        run = asyncio.ensure_future(relay.run())
+        got = [await server.peer.next()]
+        assert got[0] == tape.frames[0].data  # the exact recorded bytes
+        # The live server asks with another id and other params: the recorded answer, re-addressed.
+        await server.peer.send(
+            json.dumps({**SAMPLE, "id": "live-7", "params": {"messages": [], "maxTokens": 9}})
+        )
+        got.append(await server.peer.next())
+        # Nothing more is sent before the response the client waited for.
+        await asyncio.sleep(0.05)
+        assert len(server.peer.received) == 2
+        await server.peer.send(json.dumps(DONE))
+        got.append(await server.peer.next())
+        got.append(await server.peer.next())
+        await server.peer.send(json.dumps({**DONE, "id": 2, "result": {"tools": []}}))
+        outcome = await asyncio.wait_for(run, 5)
+        assert outcome.status == "closed"
+        return got
+
+    got = [json.loads(g) for g in asyncio.run(main())]
+    assert got[1] == {"jsonrpc": "2.0", "id": "live-7", "result": ANSWER["result"]}
+    assert got[2] == NOTE and got[3] == LIST
+
+
+def test_player_reports_a_response_that_never_comes_and_goes_on() -> None:
+    tape = tape_of(("c2s", CALL), ("s2c", DONE), ("c2s", LIST), ("s2c", {**DONE, "id": 2}))
+
+    async def main() -> TapePlayer:
+        player = TapePlayer(tape, timeout=0.1)
+        server = MemoryLink("s2c", "server")
+        relay = Relay(player, server, AddonManager([]), SessionContext(None, "replay", "t", "t"), grace=0.1)
+        run = asyncio.ensure_future(relay.run())
+        await server.peer.next()
+        assert json.loads(await server.peer.next(timeout=2)) == LIST  # sent after the first timed out
+        await server.peer.send(json.dumps({**DONE, "id": 2}))
+        await asyncio.wait_for(run, 5)
+        return player
+
+    player = asyncio.run(main())
+    assert player.timed_out == ["1"]
+    replayed = player.replayed_tape()
+    assert replayed.exchanges[0].response is None and replayed.exchanges[1].response is not None
+
+
+def test_injection_rules_are_asked_first_and_the_recording_answers_the_rest() -> None:
+    tape = tape_of(("c2s", CALL), ("s2c", SAMPLE), ("c2s", ANSWER), ("s2c", DONE))
+    asked: list[dict[str, Any]] = []
+
+    def rules(request: dict[str, Any]) -> dict[str, Any] | None:
+        asked.append(request)
+        return {"result": {"action": "decline"}} if request["method"] == "elicitation/create" else None
+
+    async def main() -> list[Any]:
+        player = TapePlayer(tape, timeout=5, answer=rules)
+        server = MemoryLink("s2c", "server")
+        relay = Relay(player, server, AddonManager([]), SessionContext(None, "replay", "t", "t"), grace=0.1)
+        run = asyncio.ensure_future(relay.run())
+        await server.peer.next()
+        await server.peer.send(json.dumps(SAMPLE))  # no rule for it: the identical recorded one answers
+        await server.peer.send(
+            json.dumps({"jsonrpc": "2.0", "id": 5, "method": "elicitation/create", "params": {}})
+        )
+        await server.peer.send(json.dumps({**SAMPLE, "id": 6, "params": {"messages": [], "maxTokens": 1}}))
+        got = [json.loads(await server.peer.next()) for _ in range(3)]
+        await server.peer.send(json.dumps(DONE))
+        await asyncio.wait_for(run, 5)
+        return sorted(got, key=lambda m: m["id"])
+
+    first, elicited, loose = asyncio.run(main())
+    assert first == {"jsonrpc": "2.0", "id": 0, "result": ANSWER["result"]}
+    assert elicited == {"jsonrpc": "2.0", "id": 5, "result": {"action": "decline"}}
+    assert loose == {"jsonrpc": "2.0", "id": 6, "result": ANSWER["result"]}  # no rule: the recorded one
+    assert [r["method"] for r in asked] == [
+        "sampling/createMessage",
+        "elicitation/create",
+        "sampling/createMessage",
+    ]
