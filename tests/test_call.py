@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sqlite3
@@ -17,12 +16,7 @@ from tests.conftest import MCPTAPE, ROOT, everything_server_cmd
 
 PAGED = [sys.executable, str(ROOT / "tests" / "servers" / "paged.py")]
 DOC = "demo://resource/static/document/architecture.md"
-# Until the HTTP/SSE upstream links are in the build, --url itself is the usage error.
-REMOTE_USAGE_ERROR = (
-    (["-m", "ping", "--url", "http://127.0.0.1:9/mcp"], "needs the HTTP/SSE upstream links")
-    if importlib.util.find_spec("mcptape.proxy.http") is None
-    else (["-m", "ping", "--url", "ftp://127.0.0.1/mcp"], "is not an http:// or https:// URL")
-)
+REMOTE_USAGE_ERROR = (["-m", "ping", "--url", "ftp://127.0.0.1/mcp"], "is not an http:// or https:// URL")
 
 
 def everything() -> list[str]:

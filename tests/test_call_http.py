@@ -1,12 +1,11 @@
 """`mcptape call --url`: server-everything over streamable HTTP and legacy SSE, and retries while it starts.
 
-These run once the HTTP/SSE upstream links (mcptape.proxy.http) are in the build.
+Over the HTTP/SSE upstream links (mcptape.proxy.http).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import shutil
@@ -22,10 +21,6 @@ import pytest
 
 from tests.conftest import MCPTAPE, NPM_DIR
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("mcptape.proxy.http") is None,
-    reason="the HTTP/SSE upstream links (mcptape.proxy.http) are not in this build yet",
-)
 ENTRY = NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 

@@ -71,7 +71,7 @@ class SessionOptions:
 
 def _redacted(argv: list[str], description: str) -> str:
     try:
-        from mcptape.redact import redact_argv  # type: ignore[import-not-found,unused-ignore]
+        from mcptape.redact import redact_argv
     except ImportError:  # pragma: no cover - until the redaction module lands
         return description
     safe = list(redact_argv(argv))
@@ -154,7 +154,7 @@ class CallSession:
         writer.close()
         with contextlib.suppress(OSError):
             await writer.wait_closed()
-        from mcptape.proxy.http.upstream import remote_link  # type: ignore[import-not-found,unused-ignore]
+        from mcptape.proxy.http.upstream import remote_link
 
         link: Link = remote_link(url, self.target.transport, self.target.headers)
         return link

@@ -41,18 +41,11 @@ def _remote_target(
     url: str, spec: Any, headers: dict[str, str], opts: dict[str, Any], name: str | None
 ) -> Target:
     """A streamable HTTP or SSE server; flags override the config entry."""
-    import importlib.util
-
-    if importlib.util.find_spec("mcptape.proxy.http") is None:
-        raise ValidationError(
-            f"{url}: calling a remote server needs the HTTP/SSE upstream links, which this build "
-            "of mcptape does not have yet; use a stdio server (-- COMMAND)"
-        )
     if not url.startswith(("http://", "https://")):
         raise ValidationError(f"--url {url!r} is not an http:// or https:// URL")
     merged = dict(spec.headers or {}) if spec is not None else {}
     if merged:
-        from mcptape.proxy.http.headers import HeaderError, expand_headers  # type: ignore[import-not-found,unused-ignore]
+        from mcptape.proxy.http.headers import HeaderError, expand_headers
 
         try:
             merged = expand_headers(merged)
