@@ -102,11 +102,18 @@ async def _await(awaitable: Awaitable[Any]) -> Any:
     return await awaitable
 
 
+BEFORE_WAIT: list[Callable[[], None]] = []
+"""Called on a thread about to block in :func:`wait_from_thread` (stdio links write frames
+they hold back for it first, so that nothing sits unsent while the thread waits)."""
+
+
 def wait_from_thread(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[Any]) -> Any:
     """Block the calling thread (never the loop's) until ``awaitable`` is done on ``loop``.
 
     If the loop is closed meanwhile (the process is ending), returns without waiting.
     """
+    for hook in BEFORE_WAIT:
+        hook()
     try:
         future = asyncio.run_coroutine_threadsafe(_await(awaitable), loop)
     except RuntimeError:  # the loop is closed

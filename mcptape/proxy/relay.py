@@ -43,7 +43,7 @@ import orjson
 from mcptape.frames import Direction, Frame, classify_batch, id_key, opposite
 from mcptape.proxy.addons import AddonManager, Flow, Outcome, SessionContext
 from mcptape.proxy.flow import error_bytes
-from mcptape.proxy.link import Link, LinkClosed, LinkEnd
+from mcptape.proxy.link import Link, LinkClosed, LinkEnd, wait_from_thread
 from mcptape.proxy.process import status_sentence
 
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
@@ -93,6 +93,7 @@ class Relay:
         self._own: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future[Frame]]] = {}
         self._own_ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
         self._ended: dict[Direction, asyncio.Future[str]] = {}
         self._stop: asyncio.Event | None = None
         addons.on_error = lambda message: self.emit("error", message)
@@ -119,7 +120,16 @@ class Relay:
             if own is not None:
                 return self._own_reply(frame, *own)
         flow = Flow(frame)
-        return _chain(self.addons.run_frame(flow), lambda: self._forward(flow))
+        pending = self.addons.run_frame(flow)
+        if pending is None:
+            return self._forward(flow)
+        loop = self._loop
+        if loop is not None and threading.get_ident() != self._loop_thread:
+            # A reader thread waits here (back-pressure) and forwards the frame itself: the
+            # frame does not hop to the loop and to a writer thread on its way.
+            wait_from_thread(loop, pending)
+            return self._forward(flow)
+        return _chain(pending, lambda: self._forward(flow))
 
     def _forward(self, flow: Flow) -> Awaitable[Any] | None:
         frame = flow.frame
@@ -261,6 +271,7 @@ class Relay:
     async def run(self) -> Outcome:
         """Relay until one side ends or a stop is requested; returns how the session ended."""
         loop = self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._stop = asyncio.Event()
         await self.addons.call("session_start", self.session)
         c2s = self._ended["c2s"] = loop.create_future()

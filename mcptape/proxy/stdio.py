@@ -31,7 +31,7 @@ from typing import Any
 
 from mcptape.frames import Direction, Frame
 from mcptape.proxy.framing import LineSplitter
-from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LinkEnd, wait_from_thread
+from mcptape.proxy.link import BEFORE_WAIT, Deliver, Ended, EventSink, LinkClosed, LinkEnd, wait_from_thread
 
 READ_CHUNK = 1 << 18
 IOV_MAX = 1024  # the buffers one writev takes on Linux
@@ -52,6 +52,9 @@ def flush_held() -> None:
         _tls.holding = []
         for link in holding:
             link._flush_held()
+
+
+BEFORE_WAIT.append(flush_held)
 
 
 def _parts(frame: Frame) -> list[memoryview]:
@@ -135,7 +138,6 @@ class FdLink:
                     _tls.more = i < last
                     pending = deliver(Frame(line, incoming))
                     if pending is not None:
-                        flush_held()
                         wait_from_thread(loop, pending)
                 _tls.more = False
                 flush_held()

@@ -24,6 +24,7 @@ same pairing over stored rows (:func:`pair_stored`).
 from __future__ import annotations
 
 import functools
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -132,7 +133,7 @@ class Correlator:
     ) -> None:
         table = self._sessions.get(session_id)
         if table is None:
-            table = self._sessions[session_id] = {}
+            table = self._sessions[session_id] = OrderedDict()  # the oldest in O(1) when full
         key = (direction, _key(rpc_id))
         queue = table.get(key)
         if queue is None:
