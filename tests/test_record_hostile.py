@@ -6,6 +6,8 @@ Every test here ran into a hang, a traceback or a loss before the relay core was
 from __future__ import annotations
 
 import os
+import pty
+import select
 import signal
 import sqlite3
 import subprocess
@@ -309,3 +311,40 @@ def test_secret_looking_values_on_the_servers_command_line_never_reach_the_datab
         con.close()
     assert "raw_echo.py" in dump
     assert "SECRET123" not in dump and "SECRET456" not in dump
+
+
+def test_started_by_hand_in_a_terminal_record_says_what_it_is_on_stderr(db_path: Path) -> None:
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [*MCPTAPE, "record", "--db", str(db_path), "--", *RAW_ECHO],
+        stdin=secondary,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    os.close(secondary)
+    try:
+        assert proc.stderr is not None
+        ready, _, _ = select.select([proc.stderr], [], [], 60)  # a bounded wait, not a timing assertion
+        assert ready, "nothing on stderr: a person at the terminal is not told what this is"
+        line = proc.stderr.readline().decode()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 128 + signal.SIGINT
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(primary)
+    assert line.startswith("mcptape: recording ") and str(db_path) in line
+    assert "meant to be started by an MCP client (see `mcptape wrap`)" in line and "Ctrl-C stops it" in line
+
+
+def test_started_by_a_client_record_prints_nothing_of_its_own(db_path: Path) -> None:
+    rec = Recording(db_path, RAW_ECHO, "--no-echo-stderr")
+    try:
+        rec.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+        assert rec.recv() is not None
+        rec.close_stdin()
+        assert rec.wait() == 0
+    finally:
+        rec.kill()
+    assert rec.stderr == b""
