@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 LOOKS = 16
 EARLY_LIMIT = 64 << 20  # bytes held for a store that is not open yet, at most
 EARLY_LAG = 0.1  # seconds of traffic held before the relay waits for the store (bounded loss)
+EARLY_FEW = 64  # ...unless fewer items than this are held: a handshake's few frames never wait
 EARLY_PATIENCE = 5.0  # how long the relay waits for a store that is slow to open, then goes on
 BLOCKED_PATIENCE = 2.0  # how long the relay waits for a writer that makes no progress (a lock)
 BLOCKED_MEMORY = 256 << 20  # bytes kept in memory for a blocked writer before waiting anyway
@@ -146,13 +147,19 @@ class Recorder:
                     self._learn(flow)
             writer = self.writer
             early = self._early_bytes
+            held = len(self._early)
             since = self._early_since
         if writer is None:
             # Frames held for a store that is still opening would be lost by a kill -9:
             # hold at most ~100 ms of traffic, then wait (boundedly) for the store.
             if early > EARLY_LIMIT:
                 return self._wait_ready(None)
-            if not self._impatient and since is not None and time.monotonic() - since > EARLY_LAG:
+            if (
+                not self._impatient
+                and held > EARLY_FEW
+                and since is not None
+                and time.monotonic() - since > EARLY_LAG
+            ):
                 return self._wait_ready(EARLY_PATIENCE)
             return None
         failed = getattr(writer, "failed", None)
