@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -240,7 +239,7 @@ class CallSession:
         if self._recorder is not None:
             if self.store is None:
                 self._open_store()
-            self.recorded = await _finish_in_thread(self.store)  # type: ignore[arg-type]
+            self.recorded = await self.store.afinish()  # type: ignore[union-attr]
             if not self.recorded and self.store is not None:
                 self.options.say(
                     f"warning: this session could not be fully recorded into {self.store.where()}"
@@ -252,22 +251,3 @@ class CallSession:
     def where(self) -> str | None:
         """Where the session is recorded, once the store is open."""
         return self.store.where() if self.store is not None else None
-
-
-async def _finish_in_thread(store: BackgroundStore) -> bool:
-    """Close the store on a plain thread (not the loop's executor, which asyncio.run joins)."""
-    result: list[bool] = []
-    done = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def work() -> None:
-        try:
-            result.append(store.finish())
-        except Exception:  # the caller warns that recording failed
-            result.append(False)
-        finally:
-            loop.call_soon_threadsafe(done.set)
-
-    threading.Thread(target=work, name="mcptape-store-close", daemon=True).start()
-    await done.wait()
-    return result[0]

@@ -126,3 +126,28 @@ class BackgroundStore:
         if self.store is not None:
             self.store.close()
         return ok and self.recorder.failure is None
+
+    async def afinish(self) -> bool:
+        """:meth:`finish` on a plain thread, awaited on the loop without blocking it.
+
+        A plain thread, not the loop's default executor, whose threads ``asyncio.run``
+        joins at exit. A failure to close is said on stderr and gives False.
+        """
+        import asyncio
+
+        result: list[bool] = []
+        done = asyncio.Event()
+        loop = asyncio.get_running_loop()
+
+        def work() -> None:
+            try:
+                result.append(self.finish())
+            except Exception as exc:
+                print(f"mcptape: error: closing the recording database failed: {exc}", file=sys.stderr)
+                result.append(False)
+            finally:
+                loop.call_soon_threadsafe(done.set)
+
+        threading.Thread(target=work, name="mcptape-store-close", daemon=True).start()
+        await done.wait()
+        return result[0]

@@ -145,7 +145,7 @@ async def _relay_and_finish(
     for signum in SIGNALS:
         loop.add_signal_handler(signum, _late_signal, signum, stopped_by)
     try:
-        ok = await _finish_in_thread(store)
+        ok = await store.afinish()
     finally:
         for signum in SIGNALS:
             loop.remove_signal_handler(signum)
@@ -170,28 +170,6 @@ def _give_up(signum: int) -> None:
         f"error: stopped by {signal.Signals(signum).name} while writing the recording; what was not written is lost"
     )
     os._exit(128 + signum)
-
-
-async def _finish_in_thread(store: BackgroundStore) -> bool:
-    """Close the store on a plain thread (not the loop's executor, which asyncio.run joins)."""
-    import threading
-
-    result: list[bool] = []
-    done = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def work() -> None:
-        try:
-            result.append(store.finish())
-        except Exception as exc:
-            _say(f"error: closing the recording database failed: {exc}")
-            result.append(False)
-        finally:
-            loop.call_soon_threadsafe(done.set)
-
-    threading.Thread(target=work, name="mcptape-store-close", daemon=True).start()
-    await done.wait()
-    return result[0]
 
 
 async def _watch_store(store: BackgroundStore, relay: Relay, on_error: str) -> None:

@@ -22,7 +22,7 @@ from mcptape.proxy.process import ProcessLink, SpawnError
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.recording import BackgroundStore, SessionRow
 from mcptape.proxy.relay import Relay
-from mcptape.proxy.session import _finish_in_thread, _redacted
+from mcptape.proxy.session import _redacted
 from mcptape.replay.compare import SessionResult, compare_tapes
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.player import TapePlayer
@@ -111,7 +111,7 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
             loop.remove_signal_handler(signum)
     replay_id = None
     if store is not None:
-        if not await _finish_in_thread(store):
+        if not await store.afinish():
             _say(f"warning: the replay of {tape.source} could not be recorded fully into {store.where()}")
         replay_id = store.session_id
     replayed = player.replayed_tape()

@@ -18,7 +18,6 @@ from mcptape.proxy.process import ProcessLink, SpawnError
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.recording import BackgroundStore, SessionRow
 from mcptape.proxy.relay import Relay
-from mcptape.proxy.session import _finish_in_thread
 from mcptape.proxy.stdio import open_stdio_link
 from mcptape.replay.mock import TapeServer
 from mcptape.replay.normalise import Normaliser
@@ -82,7 +81,7 @@ async def run_serve(plan: ServePlan, client: Link | None = None) -> int:
     finally:
         for signum in SIGNALS:
             loop.remove_signal_handler(signum)
-    if store is not None and not await _finish_in_thread(store):
+    if store is not None and not await store.afinish():
         _say(f"warning: this session could not be recorded fully into {store.where()}")
     if stopped_by:
         return 128 + stopped_by[0]
