@@ -7,6 +7,7 @@ upstream sees them in the order the client sent them, and nothing blocks the loo
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import threading
@@ -22,7 +23,7 @@ UPSTREAM_ERROR = -32000
 CONNECT_TIMEOUT = 10.0
 
 
-class LoopLink:
+class LoopLink(abc.ABC):
     """Base of the links whose I/O runs on the event loop (aiohttp's client)."""
 
     def __init__(self, url: str, headers: dict[str, str] | None, name: str) -> None:
@@ -101,10 +102,11 @@ class LoopLink:
 
     # -- for subclasses -----------------------------------------------------------------
 
+    @abc.abstractmethod
     async def _run(self) -> None:
-        raise NotImplementedError
+        """Talk to the server until the link ends (each transport's own protocol)."""
 
-    async def _goodbye(self) -> None:
+    async def _goodbye(self) -> None:  # noqa: B027 - optional hook: legacy SSE has nothing to say
         """What to tell the server when the session ends (DELETE for streamable HTTP)."""
 
     def spawn(self, coro: Any) -> asyncio.Task[Any]:

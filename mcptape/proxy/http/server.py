@@ -14,6 +14,7 @@ The aiohttp handlers that feed these links live in :mod:`mcptape.proxy.gateway`.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import itertools
@@ -76,7 +77,7 @@ class EventStream:
             await self._changed.wait()
 
 
-class DownstreamLink:
+class DownstreamLink(abc.ABC):
     """Base of the client-facing HTTP links: frames in from handlers (loop), out from any thread."""
 
     def __init__(self, session_id: str, name: str) -> None:
@@ -133,11 +134,13 @@ class DownstreamLink:
                 raise LinkClosed(f"{self.name}: closed") from exc
         return None
 
+    @abc.abstractmethod
     def _route(self, frame: Frame) -> None:
-        raise NotImplementedError
+        """Put a server frame on the client stream it belongs to (on the loop)."""
 
+    @abc.abstractmethod
     def _close_streams(self) -> None:
-        raise NotImplementedError
+        """End every open client stream (the session is over)."""
 
     def close_send(self) -> None:
         if not self._send_closed:
