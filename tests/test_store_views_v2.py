@@ -31,6 +31,7 @@ from mcptape.store import Store, open_store
 from mcptape.store.engine import open_unmigrated
 from mcptape.store.rows import FRAME_COLUMNS, frame_row
 from mcptape.store.schema import frames
+from mcptape.store.views import CURRENT
 from tests.conftest import CORPUS, MCPTAPE, ROOT
 from tests.postgres import Postgres, private_server
 
@@ -570,8 +571,8 @@ def test_database_at_0001_with_rows_is_migrated_on_open_and_its_views_see_batche
             "SELECT session_id, method, response_batch_index FROM exchanges ORDER BY request_batch_index"
         ).all()
         messages = conn.exec_driver_sql("SELECT count(*) FROM messages").scalar()
-    assert revision_of(db_path) == runner.HEAD_REVISION == "0003"
-    assert set(views_of(db_path)) == {view.name for view in VIEWS_V2}
+    assert revision_of(db_path) == runner.HEAD_REVISION == "0004"
+    assert set(views_of(db_path)) == {view.name for view in CURRENT}
     assert [tuple(row) for row in pairs] == [(session_id, "tools/call", 1), (session_id, "ping", 0)]
     assert messages == 5
 
