@@ -632,11 +632,19 @@ def test_corpus_sessions_give_the_same_answers_at_0001_and_0002(db_path: Path) -
 # -- PostgreSQL ----------------------------------------------------------------------------------
 
 JSON_COLUMNS = {"arguments", "result", "data", "request", "response", "text"}
-# Rows cut at 64 MiB keep their kind; their text is no longer JSON.
+# Rows cut at 64 MiB keep their kind; their text, a 64 KiB preview, is no longer JSON.
+PREVIEW = "x" * (64 << 10)
 CUT = [
-    (1, "c2s", "batch", None, None, '[{"jsonrpc":"2.0","id":1,"meth'),
-    (2, "c2s", "request", "tools/call", "8", '{"jsonrpc":"2.0","id":8,"method":"tools/call","par'),
-    (3, "s2c", "error", None, "8", '{"jsonrpc":"2.0","id":8,"error":{"co'),
+    (1, "c2s", "batch", None, None, '[{"jsonrpc":"2.0","id":1,"method":"' + PREVIEW),
+    (
+        2,
+        "c2s",
+        "request",
+        "tools/call",
+        "8",
+        '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":"' + PREVIEW,
+    ),
+    (3, "s2c", "error", None, "8", '{"jsonrpc":"2.0","id":8,"error":{"message":"' + PREVIEW),
 ]
 
 

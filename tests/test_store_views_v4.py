@@ -331,16 +331,23 @@ def test_postgresql_database_at_0003_upgrades_and_its_views_answer_like_sqlite(p
     assert postgres.query(database, "select count(*) from exchanges where response_seq is null") == [(2,)]
 
 
-def test_postgresql_reads_texts_a_direct_cast_would_refuse_as_null(postgres: Postgres) -> None:
-    # Each text is one the direct cast must not see: jsonb refuses \\u0000, numbers past
-    # numeric's range, and a cut frame is no JSON (the view falls back to mcptape_jsonb).
+def test_postgresql_views_read_texts_a_direct_cast_would_refuse(postgres: Postgres) -> None:
+    # The views cast most texts directly (no call per row); these ones must not reach a
+    # direct jsonb cast, or the whole query would fail: jsonb refuses \\u0000 and numbers
+    # past numeric's range, and a cut frame is no JSON any more.
     database = postgres.create_database()
-    cut = '{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"' + "x" * 20000 + '"}'
+    cut = '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"' + "x" * (64 << 10)
     wire = [
         ("c2s", '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nul\\u0000"}}'),
         ("s2c", '{"jsonrpc":"2.0","id":1,"result":{"n":1e-20000}}'),
         ("c2s", '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ok"}}'),
         ("s2c", '{"jsonrpc":"2.0","id":2,"result":{"isError":true}}'),
+        ("c2s", '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"big"}}'),
+        ("s2c", '{"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"m","data":1e200000}}'),
+        (
+            "s2c",
+            '{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"\\u0000"}}',
+        ),
     ]
     with open_store(postgres.url(database)) as store:
         session_id = store.create_session(mode="record")
@@ -348,7 +355,7 @@ def test_postgresql_reads_texts_a_direct_cast_would_refuse_as_null(postgres: Pos
         for seq, (direction, text) in enumerate(wire, 1):
             writer.add_frame(session_id, seq, Frame(text.encode(), direction, ts=T0 + seq))  # type: ignore[arg-type]
         writer.close()
-        with store.engine.begin() as conn:  # a reply whose text was cut, as a cut keeps its kind
+        with store.engine.begin() as conn:  # as the writer keeps a frame it cut: a 64 KiB preview
             conn.exec_driver_sql(
                 "UPDATE frames SET text = %s WHERE session_id = %s AND seq = 4", (cut, session_id)
             )
@@ -356,4 +363,15 @@ def test_postgresql_reads_texts_a_direct_cast_would_refuse_as_null(postgres: Pos
             calls = conn.exec_driver_sql(
                 "select tool, is_error, result from tool_calls order by request_seq"
             ).all()
-    assert [tuple(c) for c in calls] == [(None, 0, None), ("ok", 0, None)]
+            errors = conn.exec_driver_sql(
+                "select is_error, error_code from exchanges order by request_seq"
+            ).all()
+            logs = conn.exec_driver_sql("select level, data from log_messages").all()
+    # json keeps the number as written; the cut reply has no result to show.
+    assert [tuple(c) for c in calls] == [
+        (None, 0, '{"n":1e-20000}'),
+        ("ok", 0, None),
+        ("big", 1, '{"code":-32000,"message":"m","data":1e200000}'),
+    ]
+    assert [tuple(e) for e in errors] == [(0, None), (0, None), (1, None)]
+    assert [tuple(log) for log in logs] == [(None, None)]

@@ -43,10 +43,10 @@ from mcptape.migrations.frozen.views_0003 import (
     PG_ROUND_FUNCTION,
 )
 
-# Longest text the views cast to jsonb directly. Every frame that mcptape cut is longer
-# (cut at 64 MiB; since the 64 KiB preview its text is at least 16 Ki characters), and
-# below it no number can overflow PostgreSQL's numeric once its exponent has at most 3
-# digits (scale at most 15,000 + 999 < 16,383).
+# Longest text (in bytes) the views cast directly. Every frame mcptape cut is longer: it
+# cuts at 64 MiB, and since the 64 KiB preview the text it keeps is 64 KiB at least, give
+# or take a replaced last character. Below it no number can overflow PostgreSQL's
+# numeric once its exponent has at most 3 digits (scale at most 15,000 + 999 < 16,383).
 _PG_DIRECT_CAST_MAX: Final = 15000
 
 
@@ -57,14 +57,26 @@ def _pg_jsonb(text: str) -> str:
     error, batch elements) and mcptape's own ``meta`` go through here. Such a text
     fails the cast only when it was cut, carries a ``\\u`` escape jsonb refuses
     (``\\u0000``, a lone surrogate) or a number beyond numeric's range; a text that may
-    be any of those, or does not end as an object does, goes through mcptape_jsonb,
-    whose exception handler costs a subtransaction per row, and the rest is cast
-    directly (several times cheaper).
+    be any of those goes through mcptape_jsonb, whose exception handler costs a
+    subtransaction per row, and the rest is cast directly (several times cheaper).
+    A short text of one of those kinds that is no JSON is a row mcptape never writes
+    (only its writer's rows are vouched for): the query would fail on it.
     """
     return (
-        f"(CASE WHEN length({text}) < {_PG_DIRECT_CAST_MAX} AND right({text}, 1) = '}}'"
-        f" AND strpos({text}, '\\u') = 0"
+        f"(CASE WHEN octet_length({text}) < {_PG_DIRECT_CAST_MAX} AND strpos({text}, '\\u') = 0"
         f" AND {text} !~ '[0-9][eE][-+]?[0-9]{{4}}' THEN ({text})::jsonb ELSE mcptape_jsonb({text}) END)"
+    )
+
+
+def _pg_json(text: str) -> str:
+    """``text`` as json (validated, not converted), NULL when PostgreSQL cannot read it.
+
+    The same texts as :func:`_pg_jsonb`; json keeps numbers as written, so only a cut
+    or a ``\\u`` escape (which json refuses when it decodes a string) can fail it.
+    """
+    return (
+        f"(CASE WHEN octet_length({text}) < {_PG_DIRECT_CAST_MAX} AND strpos({text}, '\\u') = 0"
+        f" THEN ({text})::json ELSE mcptape_jsonb({text})::json END)"
     )
 
 
@@ -145,6 +157,23 @@ _PG_REPLACED = f"""EXISTS (
       AND {_pg_jsonb("n.meta")} ->> 'replaces' = q.seq::text
   )"""
 
+# The reply of request q on PostgreSQL: frame d when neither side is in a batch, else the
+# batch_replies row and its reply frame, as p (looked up only for a request d does not
+# answer). 0003's three outer joins made the planner sort every request with its text
+# (batch_replies, empty or nearly, has no statistics), spilling to disk on large sessions.
+_PG_REPLY_JOINS = """
+LEFT JOIN frames AS d
+  ON q.batch_index IS NULL AND d.session_id = q.session_id AND d.request_seq = q.seq
+LEFT JOIN LATERAL (
+  SELECT pr.reply_index, b.id, b.seq, b.ts, b.origin, b.kind, b.text
+  FROM batch_replies AS pr
+  JOIN frames AS b ON b.session_id = pr.session_id AND b.seq = pr.reply_seq
+  WHERE d.id IS NULL
+    AND pr.session_id = q.session_id
+    AND pr.request_seq = q.seq
+    AND pr.request_index = coalesce(q.batch_index, -1)
+) AS p ON TRUE"""
+
 _EXCHANGES_POSTGRESQL_V4 = f"""
 SELECT
   q.session_id AS session_id,
@@ -165,72 +194,79 @@ SELECT
   r.origin AS answered_by,
   q.batch_index AS request_batch_index,
   r.batch_index AS response_batch_index
-FROM messages AS q{_REPLY_JOINS}
+FROM messages AS q{_PG_REPLY_JOINS}
 CROSS JOIN LATERAL (
-  SELECT CASE WHEN p.reply_index >= 0 THEN mcptape_jsonb(b.text) -> p.reply_index END AS doc
+  SELECT CASE WHEN p.reply_index >= 0 THEN mcptape_jsonb(p.text) -> p.reply_index END AS doc
 ) AS be
 CROSS JOIN LATERAL (
   SELECT
-    coalesce(d.seq, b.seq) AS seq,
-    coalesce(d.ts, b.ts) AS ts,
-    coalesce(d.origin, b.origin) AS origin,
+    coalesce(d.seq, p.seq) AS seq,
+    coalesce(d.ts, p.ts) AS ts,
+    coalesce(d.origin, p.origin) AS origin,
     CASE WHEN p.reply_index >= 0 THEN p.reply_index::bigint END AS batch_index,
-    CASE WHEN d.id IS NOT NULL THEN d.text WHEN be.doc IS NOT NULL THEN be.doc::text ELSE b.text END AS text,
+    CASE WHEN d.id IS NOT NULL THEN d.text WHEN be.doc IS NOT NULL THEN be.doc::text ELSE p.text END AS text,
     CASE
       WHEN d.id IS NOT NULL THEN d.kind
-      WHEN b.id IS NULL THEN NULL
-      WHEN p.reply_index < 0 THEN b.kind
+      WHEN p.id IS NULL THEN NULL
+      WHEN p.reply_index < 0 THEN p.kind
       WHEN be.doc -> 'error' IS NOT NULL THEN 'error'
       ELSE 'response'
     END AS kind
 ) AS r
-LEFT JOIN LATERAL (
-  SELECT coalesce(be.doc, {_pg_jsonb("r.text")}) AS doc WHERE r.kind = 'error'
-) AS rj ON TRUE
+CROSS JOIN LATERAL (
+  SELECT CASE WHEN r.kind = 'error' THEN coalesce(be.doc, {_pg_jsonb("r.text")}) END AS doc
+) AS rj
 WHERE q.kind = 'request'
-  AND CASE WHEN d.id IS NULL AND p.reply_seq IS NULL THEN NOT {_PG_REPLACED} ELSE TRUE END
+  AND CASE WHEN d.id IS NULL AND p.id IS NULL THEN NOT {_PG_REPLACED} ELSE TRUE END
 """
 
 # ---------------------------------------------------------------------------------------------
 # tool_calls and log_messages (PostgreSQL; SQLite keeps 0002's)
 # ---------------------------------------------------------------------------------------------
 
+# tool_calls reads its columns as json, not jsonb: json keeps numbers as they are
+# written, so only a cut text or a \u escape can fail the cast (no costly check for
+# numbers), and json_extract_path reads one member without building the whole document.
+# The jsonb comparisons of a round that asked for input run only for such rounds.
 _TOOL_CALLS_POSTGRESQL_V4 = f"""
 SELECT
   e.session_id AS session_id,
-  qj.doc -> 'params' ->> 'name' AS tool,
-  (qj.doc -> 'params' -> 'arguments')::text AS arguments,
+  json_extract_path_text({_pg_json("e.request")}, 'params', 'name') AS tool,
+  json_extract_path({_pg_json("e.request")}, 'params', 'arguments')::text AS arguments,
   CASE
     WHEN e.response IS NULL THEN NULL
     WHEN e.is_error = 1 THEN 1
-    WHEN rj.doc -> 'result' -> 'isError' = 'true'::jsonb THEN 1
+    WHEN json_typeof(json_extract_path(rj.doc, 'result', 'isError')) = 'boolean'
+      AND json_extract_path_text(rj.doc, 'result', 'isError') = 'true' THEN 1
     ELSE 0
   END AS is_error,
   e.latency_ms AS latency_ms,
   e.requested_at AS requested_at,
-  (CASE WHEN e.is_error = 1 THEN rj.doc -> 'error' ELSE rj.doc -> 'result' END)::text AS result,
+  (CASE WHEN e.is_error = 1 THEN json_extract_path(rj.doc, 'error') ELSE json_extract_path(rj.doc, 'result') END)::text
+    AS result,
   e.request_seq AS request_seq
 FROM exchanges AS e
-CROSS JOIN LATERAL (SELECT {_pg_jsonb("e.request")} AS doc) AS qj
-CROSS JOIN LATERAL (SELECT {_pg_jsonb("e.response")} AS doc) AS rj
+CROSS JOIN LATERAL (SELECT {_pg_json("e.response")} AS doc) AS rj
 WHERE e.method = 'tools/call'
   AND NOT coalesce(CASE
-    WHEN strpos(e.response, 'input_required') > 0 AND rj.doc -> 'result' ->> 'resultType' = 'input_required'
+    WHEN strpos(e.response, 'input_required') > 0
+      AND json_extract_path_text(rj.doc, 'result', 'resultType') = 'input_required'
     THEN EXISTS (
     SELECT 1 FROM frames AS f
     CROSS JOIN LATERAL (SELECT {_pg_jsonb("f.text")} AS doc) AS fj
+    CROSS JOIN LATERAL (SELECT {_pg_jsonb("e.response")} AS doc) AS rb
     WHERE f.session_id = e.session_id
       AND f.direction = 'c2s'
       AND f.kind = 'request'
       AND f.method = e.method
       AND f.seq > e.response_seq
       AND CASE
-        WHEN rj.doc -> 'result' -> 'requestState' IS NOT NULL
-          THEN fj.doc -> 'params' -> 'requestState' = rj.doc -> 'result' -> 'requestState'
+        WHEN rb.doc -> 'result' -> 'requestState' IS NOT NULL
+          THEN fj.doc -> 'params' -> 'requestState' = rb.doc -> 'result' -> 'requestState'
         ELSE EXISTS (
           SELECT 1 FROM jsonb_object_keys(
-            CASE WHEN jsonb_typeof(rj.doc -> 'result' -> 'inputRequests') = 'object'
-              THEN rj.doc -> 'result' -> 'inputRequests' END
+            CASE WHEN jsonb_typeof(rb.doc -> 'result' -> 'inputRequests') = 'object'
+              THEN rb.doc -> 'result' -> 'inputRequests' END
           ) AS k
           WHERE fj.doc -> 'params' -> 'inputResponses' -> k IS NOT NULL
         )
