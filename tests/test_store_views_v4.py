@@ -218,7 +218,7 @@ REPLACED_WIRE: list[tuple[str, str, str, dict[str, Any] | None]] = [
     ("c2s", "proxy", '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{}}}', {"replaces": 1}),
     ("s2c", "server", '{"jsonrpc":"2.0","id":1,"result":{"content":[]}}', {
         "http_method": "POST", "path": "/mcp", "stream": "post", "status": 200, "event_id": "e-1",
-        "headers": {"Mcp-Session-Id": "s-1", "Content-Type": "text/event-stream"},
+        "headers": {"MCP-SESSION-ID": "s-1", "Content-Type": "text/event-stream"},
     }),
     ("c2s", "client", '{"jsonrpc":"2.0","id":2,"method":"ping"}', None),
     ("s2c", "server", '{"jsonrpc":"2.0","id":7,"result":{"resultType":"input_required","inputRequests":'

@@ -80,6 +80,18 @@ def _pg_json(text: str) -> str:
     )
 
 
+def _pg_meta(meta: str) -> str:
+    """A frame's ``meta`` as jsonb: mcptape wrote it (orjson), so its numbers always fit numeric.
+
+    Only a ``\\u`` escape (orjson writes control characters so, NUL included) or an
+    unusually long value sends it through mcptape_jsonb.
+    """
+    return (
+        f"(CASE WHEN octet_length({meta}) < {_PG_DIRECT_CAST_MAX} AND strpos({meta}, '\\u') = 0"
+        f" THEN ({meta})::jsonb ELSE mcptape_jsonb({meta}) END)"
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # exchanges
 # ---------------------------------------------------------------------------------------------
@@ -149,12 +161,15 @@ FROM (
 ) AS x
 """
 
+# OFFSET 0 keeps it a lookup per unanswered request: without it the planner hashes the
+# whole subquery, a scan of every frame's meta, however few requests go unanswered.
 _PG_REPLACED = f"""EXISTS (
     SELECT 1 FROM frames AS n
     WHERE n.session_id = q.session_id
       AND n.seq = q.seq + 1
       AND strpos(n.meta, '"replaces"') > 0
-      AND {_pg_jsonb("n.meta")} ->> 'replaces' = q.seq::text
+      AND {_pg_meta("n.meta")} ->> 'replaces' = q.seq::text
+    OFFSET 0
   )"""
 
 # The reply of request q on PostgreSQL: frame d when neither side is in a batch, else the
@@ -347,11 +362,25 @@ WHERE f.meta IS NOT NULL
 """
 
 
-def _pg_header(name: str) -> str:
-    headers = "CASE WHEN jsonb_typeof(m.doc -> 'headers') = 'object' THEN m.doc -> 'headers' END"
-    return f"(SELECT h.value FROM jsonb_each_text({headers}) AS h WHERE lower(h.key) = '{name}' LIMIT 1)"
+def _pg_header(name: str, *spellings: str) -> str:
+    """A recorded header's value whatever the case of its name.
+
+    The usual spellings are looked up directly; only a name spelled otherwise costs a
+    walk over the headers (a subquery per frame would cost more than the whole scan).
+    """
+    headers = "(m.doc -> 'headers')"
+    direct = ", ".join(f"{headers} ->> '{spelling}'" for spelling in (name, *spellings))
+    walk = f"(SELECT h.value FROM jsonb_each_text({headers}) AS h WHERE lower(h.key) = '{name}' LIMIT 1)"
+    return (
+        f"coalesce({direct}, CASE WHEN jsonb_typeof({headers}) = 'object'"
+        f" AND strpos(lower({headers}::text), '\"{name}\"') > 0 THEN {walk} END)"
+    )
 
 
+# meta is parsed once per frame: OFFSET 0 keeps the planner from copying the cast into
+# each of the columns that read it, and the frame's id in the subquery from caching it
+# by meta (Memoize: every meta differs, by its SSE event id at least). mcptape writes
+# meta as compact JSON, so a key appears as "name": in its text.
 _HTTP_FRAMES_POSTGRESQL = f"""
 SELECT
   f.id AS frame_id,
@@ -369,15 +398,14 @@ SELECT
   CASE WHEN jsonb_typeof(m.doc -> 'status') = 'number' THEN (m.doc ->> 'status')::numeric END AS status,
   CASE WHEN m.doc -> 'event_id' IS NOT NULL THEN 1 ELSE 0 END AS sse,
   m.doc ->> 'event_id' AS event_id,
-  {_pg_header("mcp-session-id")} AS http_session_id,
-  {_pg_header("mcp-protocol-version")} AS protocol_version,
-  {_pg_header("content-type")} AS content_type,
+  {_pg_header("mcp-session-id", "Mcp-Session-Id")} AS http_session_id,
+  {_pg_header("mcp-protocol-version", "MCP-Protocol-Version", "Mcp-Protocol-Version")} AS protocol_version,
+  {_pg_header("content-type", "Content-Type")} AS content_type,
   CASE WHEN jsonb_typeof(m.doc -> 'headers') = 'object' THEN (m.doc -> 'headers')::text END AS headers
 FROM frames AS f
-CROSS JOIN LATERAL (SELECT {_pg_jsonb("f.meta")} AS doc) AS m
+CROSS JOIN LATERAL (SELECT f.id AS frame_id, {_pg_meta("f.meta")} AS doc OFFSET 0) AS m
 WHERE f.meta IS NOT NULL
-  AND (strpos(f.meta, '"http_method"') > 0 OR strpos(f.meta, '"stream"') > 0)
-  AND (m.doc -> 'http_method' IS NOT NULL OR m.doc -> 'stream' IS NOT NULL)
+  AND (strpos(f.meta, '"http_method":') > 0 OR strpos(f.meta, '"stream":') > 0)
 """
 
 # Views in dependency order: later ones read earlier ones.
