@@ -30,7 +30,7 @@ from mcptape.proxy.http import security
 from mcptape.proxy.http.gateway_store import GatewayStore
 from mcptape.proxy.http.headers import SESSION_ID, HeaderError, that_matter
 from mcptape.proxy.http.passthrough import WELL_KNOWN, PassThrough
-from mcptape.proxy.http.server import DownstreamLink, EventStream, HttpSessionLink
+from mcptape.proxy.http.server import DownstreamLink, EventStream, HttpSessionLink, StreamMeta
 from mcptape.proxy.http.sse_server import sse_get, sse_post
 from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.process import SpawnError
@@ -56,6 +56,7 @@ class GatewayConfig:
     idle_timeout: float = 600.0
     grace: float = 2.0
     redact_names: tuple[str, ...] = ()
+    redact_paths: tuple[tuple[str, ...], ...] = ()  # JSON paths redacted in recorded frames
     extra_hosts: tuple[str, ...] = ()
     extra_origins: tuple[str, ...] = ()
 
@@ -83,7 +84,7 @@ class Gateway:
         self.config = config
         self.sessions: dict[str, GatewaySession] = {}
         self.ending: set[GatewaySession] = set()  # ended by the client, upstream still closing
-        self.store = GatewayStore(config.db)
+        self.store = GatewayStore(config.db, config.redact_paths)
         self.hosts: frozenset[str] = frozenset()
         self._sweeper: asyncio.Task[None] | None = None
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mcptape-gateway-store")
@@ -166,7 +167,9 @@ class Gateway:
             recorder.event(context, "error", str(exc), None)
             recorder.session_end(context, Outcome("error", None, str(exc)))
             raise UpstreamUnavailable(f"upstream {name!r} cannot be started: {exc}") from exc
-        relay = Relay(link, upstream, AddonManager([recorder]), context, grace=self.config.grace)
+        # StreamMeta first: a server frame is placed on its client stream, and says which, before it is recorded.
+        addons = AddonManager([StreamMeta(link), recorder])
+        relay = Relay(link, upstream, addons, context, grace=self.config.grace)
         session = GatewaySession(link, relay, name, recorder)
         self.sessions[link.session_id] = session
         self.store.attach_later(self._pool, recorder, name, transport, spec)
@@ -240,15 +243,17 @@ class Gateway:
                 )
         elif frame.method == "initialize" or frame.kind == "batch":
             sid = secrets.token_hex(16)
-            session = await self.open_session(request, HttpSessionLink(sid), "http")
             headers[SESSION_ID] = sid
+            session = await self.open_session(request, HttpSessionLink(sid, path=request.path), "http")
         else:
             # 2026-07-28 clients have no session id: one session per client connection.
             sid = f"conn-{id(request.transport)}"
-            session = self.sessions.get(sid) or await self.open_session(request, HttpSessionLink(sid), "http")
+            session = self.sessions.get(sid) or await self.open_session(
+                request, HttpSessionLink(sid, path=request.path), "http"
+            )
         assert isinstance(session.link, HttpSessionLink)
         try:
-            stream = await session.link.post(frame)
+            stream = await session.link.post(frame, headers)
         except LinkClosed:
             return error_response(404, "the session is closing")
         if stream is None:
