@@ -58,8 +58,10 @@ from mcptape.cli.common import UserError, db_option
     "--redact",
     "redact_names",
     multiple=True,
-    metavar="HEADER",
-    help="A further header whose value is redacted in recordings (repeatable).",
+    metavar="HEADER|/JSON/PATH",
+    help="Something more to redact in recordings (repeatable): a header name, or a JSON path "
+    "into each message, a JSON Pointer where * matches any key or index (e.g. "
+    "/params/arguments/password, /result/content/*/text). Forwarded messages are untouched.",
 )
 @click.option(
     "--idle-timeout",
@@ -111,6 +113,7 @@ def proxy(
       mcptape proxy --listen 127.0.0.1:0 --no-auth
     """
     host, port = _parse_listen(listen)
+    header_names, json_paths = _redactions(redact_names)
     from mcptape.proxy.http.security import TOKEN_ENV, is_loopback, new_token
 
     if not is_loopback(host):
@@ -150,7 +153,8 @@ def proxy(
         db=db,
         idle_timeout=idle_timeout,
         grace=grace,
-        redact_names=redact_names,
+        redact_names=header_names,
+        redact_paths=json_paths,
         extra_hosts=allow_hosts,
         extra_origins=allow_origins,
     )
@@ -162,6 +166,30 @@ def _parse_listen(listen: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not host or int(port) > 65535:
         raise UserError(f"--listen {listen!r} is not HOST:PORT (for example 127.0.0.1:8808)")
     return host.strip("[]"), int(port)
+
+
+def _redactions(values: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """--redact values split into header names and parsed JSON paths; a UserError for a bad one."""
+    import re
+
+    from mcptape.redact import parse_json_path
+
+    names: list[str] = []
+    paths: list[tuple[str, ...]] = []
+    for value in values:
+        if value.startswith("/"):
+            try:
+                paths.append(parse_json_path(value))
+            except ValueError as exc:
+                raise UserError(f"--redact {exc}") from None
+        elif re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", value):
+            names.append(value)
+        else:
+            raise UserError(
+                f"--redact {value!r} is neither a header name nor a JSON path starting with / "
+                "(for example X-Secret or /params/arguments/password)"
+            )
+    return tuple(names), tuple(paths)
 
 
 def _write_token(token: str, path: str | None) -> None:
