@@ -8,6 +8,7 @@ import sys
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
 
 
 @click.command()
@@ -79,6 +80,8 @@ from mcptape.cli.common import UserError, db_option
     metavar="SECONDS",
     help="On shutdown, how long each stdio upstream gets after its stdin closes, then after SIGTERM.",
 )
+@rule_options
+@declare_option
 def proxy(
     config_path: str | None,
     listen: str,
@@ -91,6 +94,11 @@ def proxy(
     redact_names: tuple[str, ...],
     idle_timeout: float,
     grace: float,
+    handle_sampling: str | None,
+    handle_elicitation: str | None,
+    roots: tuple[str, ...],
+    inject: str | None,
+    declare_capabilities: bool,
 ) -> None:
     """Serve every registered MCP server over HTTP, recording every session.
 
@@ -108,12 +116,25 @@ def proxy(
     every session, stops every upstream and flushes the recording.
 
     \b
+    Injection (--handle-sampling, --handle-elicitation, --roots, --inject) works as
+    for `record`, in every session. With injection rules, a streamable HTTP upstream
+    is no longer passed through request for request: the gateway runs each session
+    itself (its own session ids), so that it can answer the server's requests.
+
+    \b
     Examples:
       mcptape proxy --config claude_desktop_config.json
       mcptape proxy --listen 127.0.0.1:0 --no-auth
+      mcptape proxy --handle-sampling auto --roots /srv/project
+      mcptape proxy --redact /params/arguments/password --redact X-Session-Secret
     """
     host, port = _parse_listen(listen)
     header_names, json_paths = _redactions(redact_names)
+    rules = rules_from_cli(handle_sampling, handle_elicitation, roots, inject)
+    if declare_capabilities and not rules:
+        raise UserError(
+            "--declare-capabilities needs rules to declare: --handle-sampling, --handle-elicitation, --roots or --inject"
+        )
     from mcptape.proxy.http.security import TOKEN_ENV, is_loopback, new_token
 
     if not is_loopback(host):
@@ -157,6 +178,8 @@ def proxy(
         redact_paths=json_paths,
         extra_hosts=allow_hosts,
         extra_origins=allow_origins,
+        rules=rules if rules else None,
+        declare_capabilities=declare_capabilities,
     )
     sys.exit(asyncio.run(run_gateway(config, token if announce else None)))
 

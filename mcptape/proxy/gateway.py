@@ -19,7 +19,7 @@ import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -36,6 +36,9 @@ from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.process import SpawnError
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.relay import Relay
+
+if TYPE_CHECKING:
+    from mcptape.rules import Rules
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -59,6 +62,8 @@ class GatewayConfig:
     redact_paths: tuple[tuple[str, ...], ...] = ()  # JSON paths redacted in recorded frames
     extra_hosts: tuple[str, ...] = ()
     extra_origins: tuple[str, ...] = ()
+    rules: Rules | None = None  # injection rules: every session gets an Injector
+    declare_capabilities: bool = False
 
 
 @dataclass(eq=False)
@@ -167,9 +172,17 @@ class Gateway:
             recorder.event(context, "error", str(exc), None)
             recorder.session_end(context, Outcome("error", None, str(exc)))
             raise UpstreamUnavailable(f"upstream {name!r} cannot be started: {exc}") from exc
-        # StreamMeta first: a server frame is placed on its client stream, and says which, before it is recorded.
-        addons = AddonManager([StreamMeta(link), recorder])
+        # StreamMeta first: a server frame is placed on its client stream, and says which, before it
+        # is recorded. The injector after the recorder, as in `record` (a retry follows what it answers).
+        injector = None
+        if self.config.rules is not None:
+            from mcptape.proxy.injector import Injector
+
+            injector = Injector(self.config.rules, declare=self.config.declare_capabilities)
+        addons = AddonManager([StreamMeta(link), recorder, *([injector] if injector is not None else [])])
         relay = Relay(link, upstream, addons, context, grace=self.config.grace)
+        if injector is not None:
+            injector.use_relay(relay)
         session = GatewaySession(link, relay, name, recorder)
         self.sessions[link.session_id] = session
         self.store.attach_later(self._pool, recorder, name, transport, spec)
@@ -203,9 +216,13 @@ class Gateway:
     # -- streamable HTTP -------------------------------------------------------------
 
     def _passed(self, request: web.Request) -> UpstreamSpec | None:
-        """The upstream's entry when it speaks streamable HTTP itself: requests pass through."""
+        """The upstream's entry when it speaks streamable HTTP itself: requests pass through.
+
+        Not with injection rules: answering the server's requests takes a relay, so the
+        gateway then runs the session itself, with an HTTP client link to the upstream.
+        """
         spec = self.config.registry[request.match_info["name"]]
-        return spec if spec.transport == "http" else None
+        return spec if spec.transport == "http" and self.config.rules is None else None
 
     def _gateway_url(self, request: web.Request) -> str:
         return f"{request.scheme}://{request.host}/servers/{request.match_info['name']}/mcp"
