@@ -89,6 +89,7 @@ class Gateway:
         self.config = config
         self.sessions: dict[str, GatewaySession] = {}
         self.ending: set[GatewaySession] = set()  # ended by the client, upstream still closing
+        self.stateless: dict[str, list[GatewaySession]] = {}  # per entry: 2026-07-28 clients' pool
         self.store = GatewayStore(config.db, config.redact_paths)
         self.hosts: frozenset[str] = frozenset()
         self._sweeper: asyncio.Task[None] | None = None
@@ -252,9 +253,14 @@ class Gateway:
         frame = Frame(body, "c2s", meta=self.frame_meta(request, "post"))
         sid = request.headers.get(SESSION_ID)
         headers: dict[str, str] = {}
+        stateless = False
         if sid is not None:
             session = self.sessions.get(sid)
-            if session is None or not isinstance(session.link, HttpSessionLink):
+            if (
+                session is None
+                or not isinstance(session.link, HttpSessionLink)
+                or session.extra.get("stateless")
+            ):
                 return error_response(
                     404, f"session {sid!r} does not exist (it ended or expired); start a new one"
                 )
@@ -263,19 +269,49 @@ class Gateway:
             headers[SESSION_ID] = sid
             session = await self.open_session(request, HttpSessionLink(sid, path=request.path), "http")
         else:
-            # 2026-07-28 clients have no session id: one session per client connection.
-            sid = f"conn-{id(request.transport)}"
-            session = self.sessions.get(sid) or await self.open_session(
-                request, HttpSessionLink(sid, path=request.path), "http"
-            )
+            stateless = True
+            session = await self._stateless(request, frame)
         assert isinstance(session.link, HttpSessionLink)
         try:
             stream = await session.link.post(frame, headers)
         except LinkClosed:
-            return error_response(404, "the session is closing")
+            if not stateless:
+                return error_response(404, "the session is closing")
+            # That pool session is ending (idle, its upstream died): a fresh one takes the request.
+            session.extra["closing"] = True
+            session = await self._stateless(request, frame)
+            assert isinstance(session.link, HttpSessionLink)
+            try:
+                stream = await session.link.post(frame, headers)
+            except LinkClosed:
+                return error_response(502, "the upstream session ended before it took the request")
         if stream is None:
             return web.Response(status=202, headers=headers)
         return await self.pump(request, session, stream, 0, headers)
+
+    async def _stateless(self, request: web.Request, frame: Frame) -> GatewaySession:
+        """The pool session that takes a 2026-07-28 request (see :mod:`mcptape.proxy.http.stateless`)."""
+        from mcptape.proxy.http.stateless import pick
+
+        name = request.match_info["name"]
+        pool = self.stateless.setdefault(name, [])
+        pool[:] = [
+            s for s in pool if self.sessions.get(s.link.session_id) is s and not s.extra.get("closing")
+        ]
+        index = pick([s.link.in_flight() for s in pool if isinstance(s.link, HttpSessionLink)], frame.message)
+        if index is not None:
+            return pool[index]
+        sid = f"stateless-{secrets.token_hex(8)}"
+        session = await self.open_session(request, HttpSessionLink(sid, path=request.path), "http")
+        session.extra["stateless"] = True
+        session.recorder.event(
+            session.relay.session,
+            "http_stateless",
+            f"serves {name}'s 2026-07-28 requests (no session id) from any client connection",
+            {"pool_size": len(pool) + 1},
+        )
+        pool.append(session)
+        return session
 
     async def pump(
         self,

@@ -265,6 +265,11 @@ class HttpSessionLink(DownstreamLink):
             raise
         return stream
 
+    def in_flight(self) -> set[str]:
+        """The id keys of the client requests this session has not answered yet."""
+        with self._lock:
+            return {key for entry in self.router.open.values() for key in entry.ids}
+
     def _place(self, frame: Frame) -> dict[str, Any]:
         message = frame.message
         target = self.router.route(message) if message is not None else None
