@@ -173,6 +173,15 @@ class Gateway:
             recorder.event(context, "error", str(exc), None)
             recorder.session_end(context, Outcome("error", None, str(exc)))
             raise UpstreamUnavailable(f"upstream {name!r} cannot be started: {exc}") from exc
+        from mcptape.proxy.http.upstream import AutoLink
+
+        if isinstance(upstream, AutoLink):
+
+            def settled(actual: str) -> None:
+                context.transport = f"{kind}->{actual}"
+                recorder.update(transport=context.transport)
+
+            upstream.on_settled = settled
         # StreamMeta first: a server frame is placed on its client stream, and says which, before it
         # is recorded. The injector after the recorder, as in `record` (a retry follows what it answers).
         injector = None
