@@ -252,7 +252,9 @@ class Gateway:
         spec = self._passed(request)
         if spec is None:
             return error_response(404, "this upstream has no OAuth protected-resource metadata")
-        return await self.passthrough.protected_resource(spec, self._gateway_url(request), "")
+        # The edit is recorded in the client connection's session, where its 401 was.
+        key = f"{request.match_info['name']}:conn-{id(request.transport)}"
+        return await self.passthrough.protected_resource(spec, self._gateway_url(request), key)
 
     async def _mcp_post(self, request: web.Request) -> web.StreamResponse:
         passed = self._passed(request)
