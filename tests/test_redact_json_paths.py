@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import subprocess
@@ -17,6 +18,7 @@ from mcptape.redact import PLACEHOLDER, parse_json_path, placeholder, redact_jso
 from tests.cli_errors import assert_one_line_error
 from tests.conftest import MCPTAPE
 from tests.gateway_proc import GatewayProcess
+from tests.http_servers import everything_http
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -85,22 +87,31 @@ def test_a_bad_redact_value_is_a_one_line_error() -> None:
         assert_one_line_error(proc, fragment)
 
 
-def test_the_gateway_records_no_secret_at_a_redacted_path_and_forwards_it_untouched(tmp_path: Path) -> None:
-    demo = {"demo": {"command": sys.executable, "args": ["-m", "mcptape.servers.demo"]}}
+@pytest.mark.parametrize("upstream", ["stdio", "http"])
+def test_the_gateway_records_no_secret_at_a_redacted_path_and_forwards_it_untouched(
+    upstream: str, tmp_path: Path
+) -> None:
     secret = "correct-horse-battery-staple"
-    flags = ["--redact", "/params/arguments/text", "--redact", "/result/content/*/text"]
+    flags = ["--redact", "/params/arguments/*", "--redact", "/result/content/*/text"]
     flags += ["--redact", "/result/structuredContent/*"]
-    g = GatewayProcess(tmp_path / "g.db", demo, "--no-auth", *flags, tmp=tmp_path)
+    with contextlib.ExitStack() as stack:
+        if upstream == "stdio":
+            entry: dict[str, object] = {"command": sys.executable, "args": ["-m", "mcptape.servers.demo"]}
+            tool, arguments = "echo", {"text": secret}
+        else:  # passed through request for request: the recorded copy is redacted all the same
+            entry = {"url": stack.enter_context(everything_http("streamableHttp")), "type": "http"}
+            tool, arguments = "echo", {"message": secret}
+        g = GatewayProcess(tmp_path / "g.db", {"up": entry}, "--no-auth", *flags, tmp=tmp_path)
 
-    async def main() -> str:
-        async with Client(g.url("demo"), mode="legacy") as client:
-            got = await client.call_tool("echo", {"text": secret})
-            return json.dumps(got.model_dump())
+        async def main() -> str:
+            async with Client(g.url("up"), mode="legacy") as client:
+                got = await client.call_tool(tool, arguments)
+                return json.dumps(got.model_dump())
 
-    try:
-        answer = anyio.run(main)
-    finally:
-        assert g.stop() == 0
+        try:
+            answer = anyio.run(main)
+        finally:
+            assert g.stop() == 0
     assert secret in answer  # the client got the server's answer as it was
     con = sqlite3.connect(tmp_path / "g.db")
     try:
@@ -108,9 +119,11 @@ def test_the_gateway_records_no_secret_at_a_redacted_path_and_forwards_it_untouc
             [con.execute(f"select * from {t}").fetchall() for t in ("sessions", "frames", "events")],
             default=lambda v: v.decode(errors="replace") if isinstance(v, bytes) else str(v),
         )
-        (call,) = con.execute("select text from frames where method='tools/call'").fetchone()
+        (call,) = con.execute(
+            "select text from frames where method='tools/call' and direction='c2s'"
+        ).fetchone()
     finally:
         con.close()
     assert secret not in dump
-    hidden = json.loads(call)["params"]["arguments"]["text"]
+    hidden = next(iter(json.loads(call)["params"]["arguments"].values()))
     assert PLACEHOLDER.fullmatch(hidden)  # the placeholder stands in the recorded frame
