@@ -230,7 +230,11 @@ def stream_meta(method: str, path: str, stream: str, headers: dict[str, str]) ->
         "path": path,
         "stream": stream,
         "status": 200,
-        "headers": that_matter([("Content-Type", "text/event-stream"), *headers.items()]),
+        # Lower-case names, as HTTP/2 and most servers send them: one JSON key for views to query.
+        "headers": {
+            k.lower(): v
+            for k, v in that_matter([("Content-Type", "text/event-stream"), *headers.items()]).items()
+        },
     }
 
 
