@@ -246,11 +246,16 @@ def parse_json_path(text: str) -> JsonPath:
     return segments
 
 
-def _redact_at(value: Any, path: JsonPath) -> tuple[Any, bool]:
-    """``value`` with whatever ``path`` names replaced by placeholders; whether anything was."""
+def _redact_at(value: Any, path: JsonPath, found: list[str] | None = None) -> tuple[Any, bool]:
+    """``value`` with whatever ``path`` names replaced by placeholders; whether anything was.
+    The strings hidden are appended to ``found`` when it is given."""
     if not path:
         if isinstance(value, str):
-            return (value, False) if PLACEHOLDER.fullmatch(value) else (placeholder(value), True)
+            if PLACEHOLDER.fullmatch(value):
+                return value, False
+            if found is not None:
+                found.append(value)
+            return placeholder(value), True
         # A number, object or array becomes the placeholder of its JSON text.
         return placeholder(json.dumps(value, sort_keys=True, separators=(",", ":"))), True
     head, rest = path[0], path[1:]
@@ -258,22 +263,35 @@ def _redact_at(value: Any, path: JsonPath) -> tuple[Any, bool]:
     if isinstance(value, dict):
         keys = list(value) if head == "*" else [head] if head in value else []
         for key in keys:
-            value[key], hit = _redact_at(value[key], rest)
+            value[key], hit = _redact_at(value[key], rest, found)
             changed |= hit
     elif isinstance(value, list):
         indexes = range(len(value)) if head == "*" else [int(head)] if head.isdigit() else []
         for i in indexes:
             if i < len(value):
-                value[i], hit = _redact_at(value[i], rest)
+                value[i], hit = _redact_at(value[i], rest, found)
                 changed |= hit
     return value, changed
 
 
-def redact_json_paths(data: bytes, paths: Iterable[JsonPath]) -> bytes | None:
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each of ``secrets`` (as written, or escaped inside JSON text) replaced by
+    its placeholder: for values derived from redacted frames, such as a session's client info."""
+    for secret in secrets:
+        if not secret:
+            continue
+        text = text.replace(secret, placeholder(secret))
+        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+        if escaped != secret:
+            text = text.replace(escaped, placeholder(secret))
+    return text
+
+
+def redact_json_paths(data: bytes, paths: Iterable[JsonPath], found: list[str] | None = None) -> bytes | None:
     """A JSON-RPC message (or each message of a batch) with the values at ``paths`` replaced
     by placeholders; None when nothing matched (or ``data`` is not JSON): keep the bytes as
     they are. A redacted message is re-encoded compactly (keys in their order, numbers
-    with their values)."""
+    with their values). The strings hidden are appended to ``found`` when it is given."""
     paths = list(paths)
     if not paths:
         return None
@@ -285,7 +303,7 @@ def redact_json_paths(data: bytes, paths: Iterable[JsonPath]) -> bytes | None:
     changed = False
     for item in message if isinstance(message, list) else [message]:
         for path in paths:
-            _, hit = _redact_at(item, path)
+            _, hit = _redact_at(item, path, found)
             changed |= hit
     if not changed:
         return None

@@ -13,6 +13,7 @@ import anyio
 import orjson
 import pytest
 from mcp import Client
+from mcp.types import Implementation
 
 from mcptape.redact import PLACEHOLDER, parse_json_path, placeholder, redact_json_paths
 from tests.cli_errors import assert_one_line_error
@@ -93,7 +94,7 @@ def test_the_gateway_records_no_secret_at_a_redacted_path_and_forwards_it_untouc
 ) -> None:
     secret = "correct-horse-battery-staple"
     flags = ["--redact", "/params/arguments/*", "--redact", "/result/content/*/text"]
-    flags += ["--redact", "/result/structuredContent/*"]
+    flags += ["--redact", "/result/structuredContent/*", "--redact", "/params/clientInfo/version"]
     with contextlib.ExitStack() as stack:
         if upstream == "stdio":
             entry: dict[str, object] = {"command": sys.executable, "args": ["-m", "mcptape.servers.demo"]}
@@ -104,7 +105,9 @@ def test_the_gateway_records_no_secret_at_a_redacted_path_and_forwards_it_untouc
         g = GatewayProcess(tmp_path / "g.db", {"up": entry}, "--no-auth", *flags, tmp=tmp_path)
 
         async def main() -> str:
-            async with Client(g.url("up"), mode="legacy") as client:
+            # A secret where the session's identity is learnt from, too (sessions.client_info).
+            me = Implementation(name="redaction-test", version=secret)
+            async with Client(g.url("up"), mode="legacy", client_info=me) as client:
                 got = await client.call_tool(tool, arguments)
                 return json.dumps(got.model_dump())
 
@@ -127,3 +130,13 @@ def test_the_gateway_records_no_secret_at_a_redacted_path_and_forwards_it_untouc
     assert secret not in dump
     hidden = next(iter(json.loads(call)["params"]["arguments"].values()))
     assert PLACEHOLDER.fullmatch(hidden)  # the placeholder stands in the recorded frame
+
+
+def test_scrub_hides_secrets_in_derived_text_as_written_and_as_json_escapes() -> None:
+    from mcptape.redact import scrub
+
+    info = json.dumps({"name": "c", "version": 'pa"ss'})
+    cleaned = scrub(info, ['pa"ss'])
+    assert "pa" not in cleaned
+    assert placeholder('pa"ss') in cleaned
+    assert scrub("nothing here", ["secret", ""]) == "nothing here"

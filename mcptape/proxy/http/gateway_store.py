@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from mcptape.config import UpstreamSpec
 from mcptape.frames import Frame
 from mcptape.proxy.recorder import Recorder
-from mcptape.redact import JsonPath, redact_json_paths
+from mcptape.redact import JsonPath, redact_json_paths, scrub
 
 if TYPE_CHECKING:
     from mcptape.store import Store, Writer
@@ -34,14 +34,26 @@ class RedactingWriter:
     def __init__(self, writer: Writer, paths: Sequence[JsonPath]) -> None:
         self.writer = writer
         self.paths = tuple(paths)
+        # Per session, the strings hidden so far: the recorder learns the session's client and
+        # server info from the frames as they were, and must not store what the frames do not.
+        self._hidden: dict[str, set[str]] = {}
 
     def add_frame(self, session_id: str, seq: int, frame: Frame) -> None:
-        redacted = redact_json_paths(frame.data, self.paths)
+        found: list[str] = []
+        redacted = redact_json_paths(frame.data, self.paths, found)
         if redacted is not None:
+            self._hidden.setdefault(session_id, set()).update(found)
             frame = Frame(
                 redacted, frame.direction, frame.origin, frame.ts, {**(frame.meta or {}), "redacted": True}
             )
         self.writer.add_frame(session_id, seq, frame)
+
+    def update_session(self, session_id: str, **fields: Any) -> None:
+        # The session's last update says how it ended: nothing of it is stored after that.
+        hidden = self._hidden.pop(session_id, None) if "ended_at" in fields else self._hidden.get(session_id)
+        if hidden:
+            fields = {k: scrub(v, hidden) if isinstance(v, str) else v for k, v in fields.items()}
+        self.writer.update_session(session_id, **fields)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.writer, name)
