@@ -148,12 +148,17 @@ def proxy(
             f"mcptape: warning: listening on {host}: anyone who can reach it and has the token can use your servers",
             err=True,
         )
-    from mcptape.config import ConfigError, known_upstreams
+    from mcptape.cli.safe_text import safe
+    from mcptape.config import ConfigError, known_upstreams, read_registry
 
     try:
         registry = known_upstreams(config_path)
+        problems = read_registry(config_path).problems if config_path is not None else {}
     except ConfigError as exc:
         raise UserError(str(exc)) from exc
+    for problem in problems.values():
+        # One odd entry does not stop the gateway: the others are served.
+        click.echo(f"mcptape: warning: not served: {safe(problem)}", err=True)
     token: str | None = None
     announce = False
     if not no_auth:
