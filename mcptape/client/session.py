@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcptape.client.core import ClientCore, ServerRequestHandler, State, Timeouts
-from mcptape.client.errors import ConnectError, ConnectTimeout, TransportError
+from mcptape.client.errors import ConnectError, ConnectTimeout, HttpError, TransportError
 from mcptape.client.link import ClientLink
 from mcptape.client.negotiate import ServerHello, negotiate
 from mcptape.client.retry import BACKOFF, with_retries
@@ -32,6 +32,7 @@ from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.relay import Relay
 
 if TYPE_CHECKING:
+    from mcptape.client.authflow import Authorizer, ClientConfig
     from mcptape.proxy.recording import BackgroundStore
 
 
@@ -66,6 +67,7 @@ class SessionOptions:
     grace: float = 2.0
     retry_delays: tuple[float, ...] = BACKOFF
     upstream_opener: Callable[[Target], Awaitable[Link]] | None = None
+    oauth: ClientConfig | None = None  # a remote server's 401 runs the OAuth flow (None: it fails)
 
 
 def _redacted(argv: list[str], description: str) -> str:
@@ -96,6 +98,10 @@ class CallSession:
         self._recorder: Any = None
         self._run: asyncio.Task[Outcome] | None = None
         self._transport = f"inproc->{target.transport}"
+        self._remote: Link | None = None
+        self._authorizer: Authorizer | None = None
+        if target.url is not None and options.oauth is not None:
+            self.core.reauthorize = self._reauthorize
 
     # -- frames -------------------------------------------------------------------------
 
@@ -156,7 +162,29 @@ class CallSession:
         from mcptape.proxy.http.upstream import remote_link
 
         link: Link = remote_link(url, self.target.transport, self.target.headers)
+        self._remote = link
         return link
+
+    async def _reauthorize(self, error: HttpError) -> bool:
+        """A 401 (or 403 insufficient_scope): get a token and put it on the link; False: give up."""
+        from mcptape.client.authflow import Authorizer, is_auth_error
+
+        refused = is_auth_error(error)
+        if refused is None or self._remote is None or self.target.url is None:
+            return False
+        if self._authorizer is None:
+            assert self.options.oauth is not None
+            self._authorizer = Authorizer(self.target.url, self.options.oauth, self.options.say)
+        token = await self._authorizer.token_for(*refused)
+        if token is None:
+            return False
+        # The link sends its `headers` with every request; an AutoLink hands them on to
+        # the link it chose.
+        for link in (self._remote, getattr(self._remote, "active", None)):
+            headers = getattr(link, "headers", None)
+            if isinstance(headers, dict):
+                headers["Authorization"] = f"Bearer {token}"
+        return True
 
     async def __aenter__(self) -> CallSession:
         await self.open()

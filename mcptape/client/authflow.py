@@ -1,0 +1,363 @@
+"""OAuth on 401: the browser-less authorization code flow ``call`` runs when a server asks for a token.
+
+When a streamable HTTP server answers a request with 401 (or 403 ``insufficient_scope``)
+and a ``WWW-Authenticate: Bearer ...`` challenge, :class:`Authorizer` gets a token the
+way the MCP authorization specification (2025-11-25, with the 2025-03-26 fallbacks)
+describes, then the request is sent again with ``Authorization: Bearer``:
+
+1. protected-resource metadata (RFC 9728): the challenge's ``resource_metadata`` URL,
+   else ``/.well-known/oauth-protected-resource`` path-suffixed, then at the root; its
+   ``resource`` must be the server's URL (or a parent); without any metadata, the MCP
+   server's origin is the authorization server (2025-03-26);
+2. authorization-server metadata (RFC 8414 path insertion, OpenID Connect insertion,
+   then appending); without any, ``/authorize``, ``/token``, ``/register`` at its root;
+3. the client: ``--client-id`` (pre-registered), else a Client ID Metadata Document URL
+   (``--client-metadata-url``) where the server supports them, else dynamic registration;
+4. the authorization request with PKCE (S256), ``state`` and ``resource`` (RFC 8707),
+   for an authorization server that redirects at once (no user, as in CI); one that
+   wants a user is an error that says to get a token with the oauth/* steps;
+5. the token request, authenticated the way the server supports (basic, post, none).
+   A server that offers only the ``client_credentials`` grant (SEP-1046) gets that,
+   for a client with a secret, instead of steps 4 and 5.
+
+Scopes: the challenge's ``scope``, else the resource's ``scopes_supported``, else none;
+a 403 ``insufficient_scope`` asks again with the union (step-up). At most
+:data:`MAX_AUTHORIZATIONS` authorizations per session, and never twice for the same
+scopes after a 403, so a server that is never satisfied cannot loop.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
+
+from mcptape.client.errors import ApplicationError, ClientError, ProtocolError, TransportError
+from mcptape.client.oauth import pkce_pair
+
+MAX_AUTHORIZATIONS = 3
+CHALLENGE_PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """The parameters of a ``Bearer`` challenge in ``WWW-Authenticate``."""
+
+    error: str | None = None
+    scope: str | None = None
+    resource_metadata: str | None = None
+
+
+def parse_challenge(header: str | None) -> Challenge:
+    """The Bearer challenge's parameters (RFC 6750 section 3); empty when there is none."""
+    if not header:
+        return Challenge()
+    start = header.lower().find("bearer")
+    if start < 0:
+        return Challenge()
+    params = {
+        name.lower(): (quoted.replace('\\"', '"') if quoted is not None else bare)
+        for name, quoted, bare in CHALLENGE_PARAM.findall(header[start + 6 :])
+    }
+    return Challenge(params.get("error"), params.get("scope") or None, params.get("resource_metadata"))
+
+
+def _at(url: str, path: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def resource_metadata_urls(resource: str, challenge: Challenge) -> list[str]:
+    """Where the protected-resource metadata may be, in the order to try."""
+    path = urlsplit(resource).path.rstrip("/")
+    urls = [challenge.resource_metadata] if challenge.resource_metadata else []
+    if path:
+        urls.append(_at(resource, f"/.well-known/oauth-protected-resource{path}"))
+    urls.append(_at(resource, "/.well-known/oauth-protected-resource"))
+    return urls
+
+
+def server_metadata_urls(issuer: str) -> list[str]:
+    """Where an authorization server's metadata may be (MCP 2025-11-25 order); never the root for a path."""
+    path = urlsplit(issuer).path.rstrip("/")
+    if not path:
+        return [
+            _at(issuer, "/.well-known/oauth-authorization-server"),
+            _at(issuer, "/.well-known/openid-configuration"),
+        ]
+    return [
+        _at(issuer, f"/.well-known/oauth-authorization-server{path}"),
+        _at(issuer, f"/.well-known/openid-configuration{path}"),
+        _at(issuer, f"{path}/.well-known/openid-configuration"),
+    ]
+
+
+def fallback_endpoints(origin: str) -> dict[str, Any]:
+    """2025-03-26: an authorization server without metadata has its endpoints at its root."""
+    return {
+        "authorization_endpoint": _at(origin, "/authorize"),
+        "token_endpoint": _at(origin, "/token"),
+        "registration_endpoint": _at(origin, "/register"),
+    }
+
+
+def resource_matches(url: str, advertised: str) -> bool:
+    """RFC 9728 section 3.3: the metadata's ``resource`` must be the server's URL (or a parent of it)."""
+    a, b = urlsplit(url), urlsplit(advertised)
+    if (a.scheme.lower(), a.netloc.lower()) != (b.scheme.lower(), b.netloc.lower()):
+        return False
+    prefix = b.path.rstrip("/")
+    return a.path.rstrip("/") == prefix or a.path.startswith(prefix + "/")
+
+
+def choose_scope(challenge: Challenge, resource_meta: dict[str, Any] | None) -> set[str]:
+    """The scopes to ask for: the challenge's, else everything the resource supports, else none."""
+    if challenge.scope:
+        return set(challenge.scope.split())
+    supported = (resource_meta or {}).get("scopes_supported")
+    if isinstance(supported, list):
+        return {s for s in supported if isinstance(s, str)}
+    return set()
+
+
+def choose_auth_method(server_meta: dict[str, Any], client: dict[str, Any]) -> str:
+    """How to authenticate at the token endpoint: what registration said, else what the server supports."""
+    registered = client.get("token_endpoint_auth_method")
+    if isinstance(registered, str):
+        return registered
+    if not client.get("client_secret"):
+        return "none"
+    supported = server_meta.get("token_endpoint_auth_methods_supported")
+    if isinstance(supported, list):
+        for method in ("client_secret_basic", "client_secret_post", "none"):
+            if method in supported:
+                return method
+    return "client_secret_basic"  # RFC 8414's default
+
+
+def authenticate(method: str, client: dict[str, Any], form: dict[str, str]) -> dict[str, str]:
+    """Add the client's credentials to a token request; returns the headers to send."""
+    client_id, secret = str(client["client_id"]), client.get("client_secret")
+    if method == "client_secret_basic" and secret:
+        pair = f"{quote(client_id, safe='')}:{quote(str(secret), safe='')}"
+        return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+    form["client_id"] = client_id
+    if method == "client_secret_post" and secret:
+        form["client_secret"] = str(secret)
+    return {}
+
+
+@dataclass
+class ClientConfig:
+    """Who ``call`` is to the authorization server (flags)."""
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    client_metadata_url: str | None = None
+    redirect_uri: str = "http://127.0.0.1:33418/callback"
+    client_name: str = "mcptape"
+
+
+@dataclass
+class Authorizer:
+    """Gets tokens for one MCP server (``resource``) during one session; see the module docstring."""
+
+    resource: str
+    config: ClientConfig = field(default_factory=ClientConfig)
+    say: Any = None
+    authorizations: int = 0
+    scopes: set[str] = field(default_factory=set)
+    _resource_meta: dict[str, Any] | None = None
+    _server_meta: dict[str, Any] | None = None
+    _client: dict[str, Any] | None = None
+
+    async def token_for(self, status: int, www_authenticate: str | None) -> str | None:
+        """A new access token after a 401 or a 403 ``insufficient_scope``; None: give up (the error stands)."""
+        challenge = parse_challenge(www_authenticate)
+        if status == 403 and challenge.error != "insufficient_scope":
+            return None
+        if self.authorizations >= MAX_AUTHORIZATIONS:
+            return None
+        import aiohttp
+
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as http:
+                if self._server_meta is None:
+                    await self._discover(http, challenge)
+                wanted = choose_scope(challenge, self._resource_meta)
+                if status == 403:
+                    if wanted <= self.scopes:
+                        return None  # asked for these already: another try cannot help
+                    wanted |= self.scopes
+                self.authorizations += 1
+                self.scopes = wanted
+                client = await self._the_client(http)
+                if machine_to_machine(self._server_meta or {}, client):
+                    return await self._client_credentials(http, client, wanted)
+                return await self._authorize(http, client, wanted)
+        except aiohttp.ClientError as exc:
+            raise TransportError(f"OAuth for {self.resource}: {exc}") from exc
+
+    async def _get_json(self, http: Any, urls: list[str]) -> dict[str, Any] | None:
+        for url in urls:
+            async with http.get(url) as response:
+                if response.status == 200:
+                    body = await response.json(content_type=None)
+                    if isinstance(body, dict):
+                        return body
+        return None
+
+    async def _discover(self, http: Any, challenge: Challenge) -> None:
+        self._resource_meta = await self._get_json(http, resource_metadata_urls(self.resource, challenge))
+        advertised = (self._resource_meta or {}).get("resource")
+        if isinstance(advertised, str) and not resource_matches(self.resource, advertised):
+            # A token for another resource must never be asked for on this one's say-so.
+            raise ProtocolError(
+                f"the protected-resource metadata of {self.resource} is for {advertised}: not authorizing"
+            )
+        servers = (self._resource_meta or {}).get("authorization_servers")
+        issuer = servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], str) else None
+        if issuer is None:
+            issuer = _at(self.resource, "/")  # 2025-03-26: the MCP server's origin
+        meta = await self._get_json(http, server_metadata_urls(issuer))
+        self._server_meta = meta if meta is not None else fallback_endpoints(issuer)
+
+    async def _the_client(self, http: Any) -> dict[str, Any]:
+        if self._client is not None:
+            return self._client
+        meta, config = self._server_meta or {}, self.config
+        if config.client_id:
+            self._client = {"client_id": config.client_id, "client_secret": config.client_secret}
+        elif config.client_metadata_url and meta.get("client_id_metadata_document_supported") is True:
+            self._client = {"client_id": config.client_metadata_url, "token_endpoint_auth_method": "none"}
+        elif isinstance(meta.get("registration_endpoint"), str):
+            self._client = await self._register(http, meta)
+        else:
+            raise ProtocolError(
+                f"the authorization server of {self.resource} offers no dynamic client registration: "
+                "give --client-id (and --client-secret) of a registered client"
+            )
+        return self._client
+
+    async def _register(self, http: Any, meta: dict[str, Any]) -> dict[str, Any]:
+        supported = meta.get("token_endpoint_auth_methods_supported")
+        method = "none"
+        if isinstance(supported, list) and supported and "none" not in supported:
+            method = str(supported[0])
+        body = {
+            "client_name": self.config.client_name,
+            "redirect_uris": [self.config.redirect_uri],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+        }
+        client = await _post_json(http, meta["registration_endpoint"], json=body)
+        if not isinstance(client.get("client_id"), str):
+            raise ProtocolError("dynamic client registration answered without a client_id")
+        return client
+
+    async def _client_credentials(self, http: Any, client: dict[str, Any], scopes: set[str]) -> str:
+        meta = self._server_meta or {}
+        form = {"grant_type": "client_credentials", "resource": self.resource}
+        if scopes:
+            form["scope"] = " ".join(sorted(scopes))
+        return await self._token(http, meta, client, form)
+
+    async def _token(
+        self, http: Any, meta: dict[str, Any], client: dict[str, Any], form: dict[str, str]
+    ) -> str:
+        token_endpoint = meta.get("token_endpoint")
+        if not isinstance(token_endpoint, str):
+            raise ProtocolError("the authorization server's metadata has no token_endpoint")
+        headers = authenticate(choose_auth_method(meta, client), client, form)
+        tokens = await _post_json(http, token_endpoint, data=form, headers=headers)
+        token = tokens.get("access_token")
+        if not isinstance(token, str) or not token:
+            raise ProtocolError("the token endpoint answered without an access_token")
+        if self.say is not None:
+            scope = f" for {form['scope']}" if "scope" in form else ""
+            self.say(f"authorized at {urlsplit(token_endpoint).netloc} ({form['grant_type']}){scope}")
+        return token
+
+    async def _authorize(self, http: Any, client: dict[str, Any], scopes: set[str]) -> str:
+        meta = self._server_meta or {}
+        endpoint = meta.get("authorization_endpoint")
+        if not isinstance(endpoint, str):
+            raise ProtocolError("the authorization server's metadata has no authorization_endpoint")
+        verifier, challenge = pkce_pair()
+        state = secrets.token_urlsafe(16)
+        query = {
+            "response_type": "code",
+            "client_id": str(client["client_id"]),
+            "redirect_uri": self.config.redirect_uri,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "state": state,
+            "resource": self.resource,
+        }
+        if scopes:
+            query["scope"] = " ".join(sorted(scopes))
+        url = f"{endpoint}{'&' if '?' in endpoint else '?'}{urlencode(query)}"
+        async with http.get(url, allow_redirects=False) as response:
+            location = response.headers.get("Location")
+            if response.status not in (301, 302, 303, 307, 308) or not location:
+                raise ApplicationError(
+                    f"the authorization server wants a user (HTTP {response.status} at its authorization "
+                    "endpoint): get a token with the oauth/* steps and give it with --token",
+                    code=response.status,
+                )
+        answer = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+        if "error" in answer:
+            raise ApplicationError(
+                f"authorization refused: {answer.get('error_description') or answer['error']}",
+                data=answer,
+            )
+        if answer.get("state") != state or not answer.get("code"):
+            raise ProtocolError("the authorization server's redirect lacks the code or the right state")
+        form = {
+            "grant_type": "authorization_code",
+            "code": answer["code"],
+            "redirect_uri": self.config.redirect_uri,
+            "code_verifier": verifier,
+            "resource": self.resource,
+        }
+        return await self._token(http, meta, client, form)
+
+
+def machine_to_machine(server_meta: dict[str, Any], client: dict[str, Any]) -> bool:
+    """The client_credentials grant (SEP-1046): a server that offers it and not the code flow, and a secret."""
+    grants = server_meta.get("grant_types_supported")
+    return (
+        isinstance(grants, list)
+        and "client_credentials" in grants
+        and "authorization_code" not in grants
+        and bool(client.get("client_secret"))
+    )
+
+
+async def _post_json(http: Any, url: str, **kwargs: Any) -> dict[str, Any]:
+    async with http.post(url, **kwargs) as response:
+        try:
+            body = await response.json(content_type=None)
+        except ValueError:
+            body = None
+        if response.status >= 400:
+            error = body if isinstance(body, dict) else {}
+            message = error.get("error_description") or error.get("error") or f"HTTP {response.status}"
+            raise ApplicationError(f"{url}: {message}", code=response.status, data=error or None)
+        if not isinstance(body, dict):
+            raise ProtocolError(f"{url} answered HTTP {response.status} without a JSON object")
+        return body
+
+
+def is_auth_error(error: ClientError) -> tuple[int, str | None] | None:
+    """(status, WWW-Authenticate) of an HTTP 401/403 a link reported, else None."""
+    data = error.data if isinstance(error.data, dict) else {}
+    status = data.get("status")
+    if status not in (401, 403):
+        return None
+    header = data.get("www_authenticate")
+    return int(status), header if isinstance(header, str) else None
