@@ -28,126 +28,28 @@ scopes after a 403, so a server that is never satisfied cannot loop.
 
 from __future__ import annotations
 
-import base64
-import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
-from mcptape.client.errors import ApplicationError, ClientError, ProtocolError, TransportError
+from mcptape.client.authpolicy import (
+    Challenge,
+    at,
+    authenticate,
+    choose_auth_method,
+    choose_scope,
+    fallback_endpoints,
+    machine_to_machine,
+    parse_challenge,
+    resource_matches,
+    resource_metadata_urls,
+    server_metadata_urls,
+)
+from mcptape.client.errors import ApplicationError, ProtocolError, TransportError
 from mcptape.client.oauth import pkce_pair
 
 MAX_AUTHORIZATIONS = 3
-CHALLENGE_PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
-
-
-@dataclass(frozen=True)
-class Challenge:
-    """The parameters of a ``Bearer`` challenge in ``WWW-Authenticate``."""
-
-    error: str | None = None
-    scope: str | None = None
-    resource_metadata: str | None = None
-
-
-def parse_challenge(header: str | None) -> Challenge:
-    """The Bearer challenge's parameters (RFC 6750 section 3); empty when there is none."""
-    if not header:
-        return Challenge()
-    start = header.lower().find("bearer")
-    if start < 0:
-        return Challenge()
-    params = {
-        name.lower(): (quoted.replace('\\"', '"') if quoted is not None else bare)
-        for name, quoted, bare in CHALLENGE_PARAM.findall(header[start + 6 :])
-    }
-    return Challenge(params.get("error"), params.get("scope") or None, params.get("resource_metadata"))
-
-
-def _at(url: str, path: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
-
-
-def resource_metadata_urls(resource: str, challenge: Challenge) -> list[str]:
-    """Where the protected-resource metadata may be, in the order to try."""
-    path = urlsplit(resource).path.rstrip("/")
-    urls = [challenge.resource_metadata] if challenge.resource_metadata else []
-    if path:
-        urls.append(_at(resource, f"/.well-known/oauth-protected-resource{path}"))
-    urls.append(_at(resource, "/.well-known/oauth-protected-resource"))
-    return urls
-
-
-def server_metadata_urls(issuer: str) -> list[str]:
-    """Where an authorization server's metadata may be (MCP 2025-11-25 order); never the root for a path."""
-    path = urlsplit(issuer).path.rstrip("/")
-    if not path:
-        return [
-            _at(issuer, "/.well-known/oauth-authorization-server"),
-            _at(issuer, "/.well-known/openid-configuration"),
-        ]
-    return [
-        _at(issuer, f"/.well-known/oauth-authorization-server{path}"),
-        _at(issuer, f"/.well-known/openid-configuration{path}"),
-        _at(issuer, f"{path}/.well-known/openid-configuration"),
-    ]
-
-
-def fallback_endpoints(origin: str) -> dict[str, Any]:
-    """2025-03-26: an authorization server without metadata has its endpoints at its root."""
-    return {
-        "authorization_endpoint": _at(origin, "/authorize"),
-        "token_endpoint": _at(origin, "/token"),
-        "registration_endpoint": _at(origin, "/register"),
-    }
-
-
-def resource_matches(url: str, advertised: str) -> bool:
-    """RFC 9728 section 3.3: the metadata's ``resource`` must be the server's URL (or a parent of it)."""
-    a, b = urlsplit(url), urlsplit(advertised)
-    if (a.scheme.lower(), a.netloc.lower()) != (b.scheme.lower(), b.netloc.lower()):
-        return False
-    prefix = b.path.rstrip("/")
-    return a.path.rstrip("/") == prefix or a.path.startswith(prefix + "/")
-
-
-def choose_scope(challenge: Challenge, resource_meta: dict[str, Any] | None) -> set[str]:
-    """The scopes to ask for: the challenge's, else everything the resource supports, else none."""
-    if challenge.scope:
-        return set(challenge.scope.split())
-    supported = (resource_meta or {}).get("scopes_supported")
-    if isinstance(supported, list):
-        return {s for s in supported if isinstance(s, str)}
-    return set()
-
-
-def choose_auth_method(server_meta: dict[str, Any], client: dict[str, Any]) -> str:
-    """How to authenticate at the token endpoint: what registration said, else what the server supports."""
-    registered = client.get("token_endpoint_auth_method")
-    if isinstance(registered, str):
-        return registered
-    if not client.get("client_secret"):
-        return "none"
-    supported = server_meta.get("token_endpoint_auth_methods_supported")
-    if isinstance(supported, list):
-        for method in ("client_secret_basic", "client_secret_post", "none"):
-            if method in supported:
-                return method
-    return "client_secret_basic"  # RFC 8414's default
-
-
-def authenticate(method: str, client: dict[str, Any], form: dict[str, str]) -> dict[str, str]:
-    """Add the client's credentials to a token request; returns the headers to send."""
-    client_id, secret = str(client["client_id"]), client.get("client_secret")
-    if method == "client_secret_basic" and secret:
-        pair = f"{quote(client_id, safe='')}:{quote(str(secret), safe='')}"
-        return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
-    form["client_id"] = client_id
-    if method == "client_secret_post" and secret:
-        form["client_secret"] = str(secret)
-    return {}
 
 
 @dataclass
@@ -221,7 +123,7 @@ class Authorizer:
         servers = (self._resource_meta or {}).get("authorization_servers")
         issuer = servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], str) else None
         if issuer is None:
-            issuer = _at(self.resource, "/")  # 2025-03-26: the MCP server's origin
+            issuer = at(self.resource, "/")  # 2025-03-26: the MCP server's origin
         meta = await self._get_json(http, server_metadata_urls(issuer))
         self._server_meta = meta if meta is not None else fallback_endpoints(issuer)
 
@@ -278,7 +180,7 @@ class Authorizer:
         if not isinstance(token, str) or not token:
             raise ProtocolError("the token endpoint answered without an access_token")
         if self.say is not None:
-            scope = f" for {form['scope']}" if "scope" in form else ""
+            scope = f" for scope {' '.join(sorted(self.scopes))}" if self.scopes else ""
             self.say(f"authorized at {urlsplit(token_endpoint).netloc} ({form['grant_type']}){scope}")
         return token
 
@@ -327,17 +229,6 @@ class Authorizer:
         return await self._token(http, meta, client, form)
 
 
-def machine_to_machine(server_meta: dict[str, Any], client: dict[str, Any]) -> bool:
-    """The client_credentials grant (SEP-1046): a server that offers it and not the code flow, and a secret."""
-    grants = server_meta.get("grant_types_supported")
-    return (
-        isinstance(grants, list)
-        and "client_credentials" in grants
-        and "authorization_code" not in grants
-        and bool(client.get("client_secret"))
-    )
-
-
 async def _post_json(http: Any, url: str, **kwargs: Any) -> dict[str, Any]:
     async with http.post(url, **kwargs) as response:
         try:
@@ -351,13 +242,3 @@ async def _post_json(http: Any, url: str, **kwargs: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise ProtocolError(f"{url} answered HTTP {response.status} without a JSON object")
         return body
-
-
-def is_auth_error(error: ClientError) -> tuple[int, str | None] | None:
-    """(status, WWW-Authenticate) of an HTTP 401/403 a link reported, else None."""
-    data = error.data if isinstance(error.data, dict) else {}
-    status = data.get("status")
-    if status not in (401, 403):
-        return None
-    header = data.get("www_authenticate")
-    return int(status), header if isinstance(header, str) else None

@@ -167,9 +167,10 @@ class CallSession:
 
     async def _reauthorize(self, error: HttpError) -> bool:
         """A 401 (or 403 insufficient_scope): get a token and put it on the link; False: give up."""
-        from mcptape.client.authflow import Authorizer, is_auth_error
+        from mcptape.client.authflow import Authorizer
+        from mcptape.client.authpolicy import auth_refusal
 
-        refused = is_auth_error(error)
+        refused = auth_refusal(error.data)
         if refused is None or self._remote is None or self.target.url is None:
             return False
         if self._authorizer is None:
