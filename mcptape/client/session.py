@@ -65,6 +65,9 @@ class SessionOptions:
     say: Callable[[str], None] = lambda text: print(f"mcptape: {text}", file=sys.stderr, flush=True)
     echo_stderr: bool = False
     grace: float = 2.0
+    # A server started by call gets this long after its stdin is closed before SIGTERM
+    # (then ``grace`` before SIGKILL): a one-shot client does not wait out idle timers.
+    eof_wait: float = 0.1
     retry_delays: tuple[float, ...] = BACKOFF
     upstream_opener: Callable[[Target], Awaitable[Link]] | None = None
     oauth: ClientConfig | None = None  # a remote server's 401 runs the OAuth flow (None: it fails)
@@ -138,7 +141,7 @@ class CallSession:
         from mcptape.proxy.process import ProcessLink, SpawnError
 
         try:
-            return ProcessLink.spawn(
+            link = ProcessLink.spawn(
                 self.target.argv,
                 env=self.target.env,
                 cwd=self.target.cwd,
@@ -146,6 +149,8 @@ class CallSession:
             )
         except SpawnError as exc:
             raise ConnectError(str(exc)) from exc
+        link.eof_wait = self.options.eof_wait
+        return link
 
     async def _open_remote(self, url: str) -> Link:
         """A TCP connection first (what the retries are for), then the HTTP or SSE link."""
