@@ -158,3 +158,18 @@ def test_no_oauth_leaves_the_401_as_the_error() -> None:
     error = json.loads(proc.stdout)["error"]
     assert "401" in error["message"] and "resource_metadata" in error["data"]["www_authenticate"]
     assert stats["authorize_scopes"] == [] and stats["registrations"] == []
+
+
+def test_an_authorization_server_that_wants_a_user_is_a_one_line_error_naming_the_way_out() -> None:
+    with running() as base:
+        proc = _call(
+            "-m",
+            "tools/list",
+            "--url",
+            f"{base}/mcp",
+            "--no-record",
+            "--redirect-uri",
+            "http://127.0.0.1:9/needs-a-user",
+        )
+    assert proc.returncode == 1
+    assert "wants a user" in proc.stderr and "--token" in proc.stderr and "Traceback" not in proc.stderr

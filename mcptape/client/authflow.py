@@ -46,7 +46,7 @@ from mcptape.client.authpolicy import (
     resource_metadata_urls,
     server_metadata_urls,
 )
-from mcptape.client.errors import ApplicationError, ProtocolError, TransportError
+from mcptape.client.errors import ApplicationError, ClientError, ProtocolError, TransportError
 from mcptape.client.oauth import pkce_pair
 
 MAX_AUTHORIZATIONS = 3
@@ -100,14 +100,21 @@ class Authorizer:
                 if machine_to_machine(self._server_meta or {}, client):
                     return await self._client_credentials(http, client, wanted)
                 return await self._authorize(http, client, wanted)
-        except aiohttp.ClientError as exc:
-            raise TransportError(f"OAuth for {self.resource}: {exc}") from exc
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            raise TransportError(f"OAuth for {self.resource}: {type(exc).__name__}: {exc}") from exc
+        except ClientError as exc:
+            # No token, so the request was never answered: a transport failure (exit 1),
+            # whatever the authorization server said.
+            raise TransportError(f"OAuth for {self.resource} failed: {exc.message}", data=exc.data) from exc
 
     async def _get_json(self, http: Any, urls: list[str]) -> dict[str, Any] | None:
         for url in urls:
             async with http.get(url) as response:
                 if response.status == 200:
-                    body = await response.json(content_type=None)
+                    try:
+                        body = await response.json(content_type=None)
+                    except ValueError:
+                        continue  # not JSON: not metadata; the next place may have it
                     if isinstance(body, dict):
                         return body
         return None

@@ -6,7 +6,8 @@ One aiohttp app on a loopback port plays both roles:
 - ``/.well-known/oauth-authorization-server``: RFC 8414 metadata;
 - ``/register``: dynamic client registration (public clients);
 - ``/authorize``: approves at once (no user) and redirects with a code bound to the PKCE
-  challenge, the client, the redirect URI and the resource;
+  challenge, the client, the redirect URI and the resource (for a redirect URI ending in
+  ``/needs-a-user`` it shows a sign-in page instead);
 - ``/token``: authorization_code (checks the PKCE verifier, S256) and refresh_token grants;
 - ``/mcp``: a small MCP server (JSON answers) protected by those tokens: 401 with a
   Bearer challenge without one; tool ``write`` needs scope ``mcp:write`` (403
@@ -79,6 +80,8 @@ def make_app(base: str) -> web.Application:
             return web.json_response(
                 {"error": "invalid_request", "error_description": "PKCE S256 required"}, status=400
             )
+        if q["redirect_uri"].endswith("/needs-a-user"):
+            return web.Response(text="<form>sign in</form>", content_type="text/html")
         code = secrets.token_urlsafe(8)
         codes[code] = dict(q)
         stats["authorize_scopes"].append(q.get("scope"))
