@@ -342,7 +342,7 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
         raise CallUsageError(exc.message) from None
     timeouts = Timeouts(opts["connect_timeout"], opts["request_timeout"], opts["max_request_timeout"])
     say = lambda text: click.echo(f"mcptape: {text}", err=True)  # noqa: E731 - replaced by the runner
-    from mcptape.client.authflow import ClientConfig
+    from mcptape.client.authpolicy import ClientConfig
 
     oauth = ClientConfig(
         opts["client_id"], opts["client_secret"], opts["client_metadata_url"], opts["redirect_uri"]

@@ -35,6 +35,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from mcptape.client.authpolicy import (
     Challenge,
+    ClientConfig,
     at,
     authenticate,
     choose_auth_method,
@@ -50,17 +51,6 @@ from mcptape.client.errors import ApplicationError, ClientError, ProtocolError, 
 from mcptape.client.oauth import pkce_pair
 
 MAX_AUTHORIZATIONS = 3
-
-
-@dataclass
-class ClientConfig:
-    """Who ``call`` is to the authorization server (flags)."""
-
-    client_id: str | None = None
-    client_secret: str | None = None
-    client_metadata_url: str | None = None
-    redirect_uri: str = "http://127.0.0.1:33418/callback"
-    client_name: str = "mcptape"
 
 
 @dataclass

@@ -8,13 +8,23 @@ own, the scopes to ask for, and how a client authenticates at the token endpoint
 
 from __future__ import annotations
 
-import base64
 import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 CHALLENGE_PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))')
+
+
+@dataclass
+class ClientConfig:
+    """Who ``call`` is to the authorization server (flags)."""
+
+    client_id: str | None = None
+    client_secret: str | None = None
+    client_metadata_url: str | None = None
+    redirect_uri: str = "http://127.0.0.1:33418/callback"
+    client_name: str = "mcptape"
 
 
 @dataclass(frozen=True)
@@ -118,6 +128,8 @@ def authenticate(method: str, client: dict[str, Any], form: dict[str, str]) -> d
     """Add the client's credentials to a token request; returns the headers to send."""
     client_id, secret = str(client["client_id"]), client.get("client_secret")
     if method == "client_secret_basic" and secret:
+        import base64  # here, so that call's start does not pay for it
+
         pair = f"{quote(client_id, safe='')}:{quote(str(secret), safe='')}"
         return {"Authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
     form["client_id"] = client_id

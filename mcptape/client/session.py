@@ -32,7 +32,8 @@ from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.relay import Relay
 
 if TYPE_CHECKING:
-    from mcptape.client.authflow import Authorizer, ClientConfig
+    from mcptape.client.authflow import Authorizer
+    from mcptape.client.authpolicy import ClientConfig
     from mcptape.proxy.recording import BackgroundStore
 
 
