@@ -15,15 +15,17 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mcptape.client.core import error_of
 from mcptape.client.errors import ClientError, ClientTimeout, ToolError, exit_status
 from mcptape.client.methods import Call, perform
-from mcptape.client.oauth import OAuthCall, perform_oauth
 from mcptape.client.output import dumps, envelope, error_line, event, log_line
 from mcptape.client.script import ScriptStep, resolve
 from mcptape.client.session import CallSession, SessionOptions, Target
+
+if TYPE_CHECKING:  # the OAuth steps (hashlib, secrets) load only when one runs
+    from mcptape.client.oauth import OAuthCall
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STEP_TO_CALL = {
@@ -195,6 +197,8 @@ class Runner:
         error: ClientError | None = None
         try:
             async with asyncio.timeout(self.plan.timeout):
+                from mcptape.client.oauth import perform_oauth
+
                 result = await perform_oauth(call)
         except TimeoutError:
             error = ClientTimeout(f"{call.method} did not finish within --timeout {self.plan.timeout:g} s")
