@@ -59,9 +59,19 @@ class TapeFrame:
     kind: str = "malformed"
 
 
-def tape_frame(seq: int, direction: Direction, origin: str, ts: float, data: bytes) -> TapeFrame:
-    """A tape frame with its messages parsed (a batch is flattened into its elements)."""
-    value = parse(data)
+_PARSE: Final = object()
+
+
+def tape_frame(
+    seq: int, direction: Direction, origin: str, ts: float, data: bytes, value: Any = _PARSE
+) -> TapeFrame:
+    """A tape frame with its messages parsed (a batch is flattened into its elements).
+
+    ``value`` is the frame's parsed JSON when the caller has it already (a relayed
+    :class:`~mcptape.frames.Frame` keeps it): the bytes are not parsed again.
+    """
+    if value is _PARSE:
+        value = parse(data)
     if isinstance(value, list):
         return TapeFrame(seq, direction, origin, ts, data, [m for m in value if isinstance(m, dict)], "batch")
     if isinstance(value, dict):
