@@ -30,14 +30,21 @@ class CommandAfterDashes(click.Command):
 
 
 def server_command(
-    ctx: click.Context, upstream: str | None, config_path: str | None, *, required: bool = True
+    ctx: click.Context,
+    upstream: str | None,
+    config_path: str | None,
+    *,
+    required: bool = True,
+    url_ok: bool = False,
 ) -> tuple[list[str], dict[str, str] | None, str | None, str] | None:
     """The server to start: the command after ``--`` or a registered ``--upstream``."""
     command = tuple(ctx.meta.get(COMMAND_KEY, ()))
     if not command and not upstream:
         if not required:
             return None
-        raise UserError("no server to replay against: give its command after --, or --upstream NAME")
+        raise UserError(
+            "no server to replay against: give its command after --, --url URL or --upstream NAME"
+        )
     from mcptape.cli.record import _upstream_command
 
     return _upstream_command(command, upstream, config_path)
@@ -57,6 +64,52 @@ def upstream_options(func: Any) -> Any:
         metavar="NAME",
         help="Start a registered server (a built-in or an entry of --config) instead of COMMAND.",
     )(func)
+
+
+def remote_options(func: Any) -> Any:
+    """``--url``, ``--transport`` and ``--header``, as ``record`` takes them."""
+    func = click.option(
+        "--header",
+        "header_flags",
+        multiple=True,
+        metavar="'NAME: VALUE'",
+        help="An HTTP header sent to --url (repeatable; ${ENV} in the value is expanded). "
+        "Credentials are redacted in the recording.",
+    )(func)
+    func = click.option(
+        "--transport",
+        type=click.Choice(["http", "sse", "auto"]),
+        default=None,
+        help="How to reach --url: streamable HTTP, legacy HTTP+SSE, or auto (try streamable HTTP, "
+        "fall back to SSE). Default: auto, or the --upstream entry's type.",
+    )(func)
+    return click.option(
+        "--url",
+        metavar="URL",
+        help="Replay against a running remote MCP server at URL (streamable HTTP or legacy SSE) "
+        "instead of starting COMMAND.",
+    )(func)
+
+
+def remote_server(
+    ctx: click.Context,
+    url: str | None,
+    transport: str | None,
+    header_flags: tuple[str, ...],
+    upstream: str | None,
+    config_path: str | None,
+) -> tuple[str, Any, str] | None:
+    """(redacted URL, link factory, transport) for --url or a remote --upstream entry; None for a command."""
+    from mcptape.cli.record import _remote_upstream
+
+    command = tuple(ctx.meta.get(COMMAND_KEY, ()))
+    remote = _remote_upstream(url, transport, header_flags, command, upstream, config_path)
+    if remote is None and (transport is not None or header_flags):
+        raise UserError("--transport and --header apply to a remote server: give --url URL")
+    if remote is None:
+        return None
+    description, factory, session_transport = remote
+    return description, factory, session_transport.split("->", 1)[-1]
 
 
 def comparison_options(func: Any) -> Any:
@@ -125,6 +178,7 @@ def load_tapes(db: str | None, refs: tuple[str, ...], files: tuple[str, ...]) ->
     help="Replay a recording exported as JSONL (`mcptape export`). Repeatable.",
 )
 @upstream_options
+@remote_options
 @comparison_options
 @rule_options
 @click.option(
@@ -171,6 +225,9 @@ def replay(
     files: tuple[str, ...],
     upstream: str | None,
     config_path: str | None,
+    url: str | None,
+    transport: str | None,
+    header_flags: tuple[str, ...],
     ignore: tuple[str, ...],
     keep: tuple[str, ...],
     handle_sampling: str | None,
@@ -190,7 +247,8 @@ def replay(
     SESSION is a session id, a unique prefix, a name (the latest session with
     it) or `last`; a PATTERN (smoke-*) takes the latest session of every
     matching name; --file takes JSONL exports. Each recording is replayed
-    against a fresh server: the client's frames are sent in order, exactly as
+    against a fresh server (a new process, or a new session with the server
+    at --url): the client's frames are sent in order, exactly as
     recorded, waiting where the client waited; the server's own requests
     (sampling, elicitation, roots) are answered from the recording; a
     2026-07-28 retry echoes the requestState the live server gives.
@@ -212,6 +270,7 @@ def replay(
       mcptape replay last -- python -m my_server
       mcptape replay smoke-* --junit report.xml -- npx -y @modelcontextprotocol/server-everything
       mcptape replay --file tests/recordings/weather.jsonl --upstream weather --config mcp.json
+      mcptape replay weather --url http://127.0.0.1:3001/mcp --header 'Authorization: Bearer ${TOKEN}'
       mcptape replay weather --ignore 'tools/call:weather=/result/content/*/annotations' -- ./server
       mcptape replay weather --update -- ./server     # the change was intended
     """
@@ -222,14 +281,21 @@ def replay(
     except (IgnoreRuleError, ValueError) as exc:
         raise UserError(str(exc)) from None
     rules = rules_from_cli(handle_sampling, handle_elicitation, roots, inject)
-    spec = server_command(ctx, upstream, config_path)
-    assert spec is not None
+    remote = remote_server(ctx, url, transport, header_flags, upstream, config_path)
+    argv: list[str] = []
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    if remote is not None:
+        description = remote[0]
+    else:
+        spec = server_command(ctx, upstream, config_path, url_ok=True)
+        assert spec is not None
+        argv, env, cwd, description = spec
     if not sessions and not files:
         raise UserError(
             "nothing to replay: give a SESSION (id, prefix, name, pattern or last) or --file FILE"
         )
     tapes = load_tapes(db, sessions, files)
-    argv, env, cwd, description = spec
     from mcptape.replay.run import ReplayPlan
 
     plan = ReplayPlan(
@@ -244,6 +310,8 @@ def replay(
         grace=grace,
         echo_stderr=echo_stderr,
         rules=rules,
+        upstream_link=remote[1] if remote is not None else None,
+        transport=remote[2] if remote is not None else "stdio",
     )
     sys.exit(_run(tapes, plan, files, report, junit, update))
 
