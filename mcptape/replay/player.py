@@ -13,11 +13,13 @@ It is the downstream link of a replay (``Relay(TapePlayer(tape), server_link, ..
 - it keeps every frame it sent and received, in order: :meth:`replayed_tape` is what
   the comparison reads.
 
-It plays from a thread of its own, like a stdio reader: a response the server's reader
-thread hands over wakes the player, which sends the next frame straight to the server
-link, without a turn of the event loop or a writer thread on the way (a replay is a
-long chain of such round trips). It never plays on the thread that delivers the
-server's frames: writing to a server whose output we are not reading could deadlock.
+A replay is a long chain of round trips, so no frame takes a turn of the event loop
+or a writer thread on its way. The player has a thread of its own, which sends to the
+server link directly; and when the response the next frame waited for arrives, the
+thread that delivers it (the server's stdio reader) sends that frame itself, without
+even waking the player, provided the write cannot block: nothing else is awaited, the
+frame is small, and what the server may not have read yet is too (a reader blocked
+writing to a server that is itself blocked writing to us would deadlock both).
 
 When everything was sent and answered it ends (``"eof"``), and the relay shuts the
 server down as it does when a client leaves.
@@ -40,6 +42,11 @@ from mcptape.replay.book import AnswerBook, Entry
 from mcptape.replay.tape import Exchange, Step, Tape, TapeFrame, build_tape, id_key, tape_frame
 
 METHOD_NOT_FOUND = -32601
+# The delivering thread sends the next frame itself only when the server has read every
+# request and what it may not have read yet (notifications sent since) stays well below
+# a pipe's 64 KiB: such a write never blocks.
+INLINE_MAX = 16 << 10
+UNREAD_MAX = 32 << 10
 
 
 def _dumps(message: Any) -> bytes:
@@ -86,13 +93,20 @@ class TapePlayer:
             Entry(i, c.method, c.request.get("params"), c.answer) for i, c in enumerate(tape.server_calls, 1)
         )
         self.finished = threading.Event()
+        self._exchanges = {e.index: e for e in tape.exchanges}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
         self._deliver: Deliver | None = None
         self._ended: Ended | None = None
         # Everything below is shared by the player thread and whoever delivers the server's
         # frames (its reader thread or the loop): guarded by _cv.
         self._cv = threading.Condition()
         self._waiting: dict[str, Exchange] = {}  # requests sent and not answered yet
+        self._deadlines: dict[str, float] = {}  # when each of them is reported missing
+        self._cursor = 0  # the next step to send
+        self._sending = False  # a thread is sending a step: the next waits (frames stay in order)
+        self._unread = 0  # bytes sent since the last request frame (maybe not read yet)
+        self._done = 0  # exchanges sent, for progress
         self._states: dict[str, str] = {}  # recorded requestState -> the live server's
         self._outbox: deque[bytes] = deque()  # answers to the server's own requests
         self._receiving = False
@@ -102,15 +116,23 @@ class TapePlayer:
 
     def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._deliver, self._ended = deliver, ended
         self._receiving = True
         self._thread = threading.Thread(target=self._play, name="mcptape-tape-player", daemon=True)
         self._thread.start()
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
-        """A frame from the server (any thread): noted, and the player woken if it waits for it."""
+        """A frame from the server (any thread): noted; the next frame sent if it waited for this one."""
+        data = None
         with self._cv:
-            self._received(frame)
+            progressed = self._received(frame)
+            if progressed and threading.get_ident() != self._loop_thread:
+                data = self._claim(inline=True)
+            if progressed and data is None and self._player_has_work():
+                self._cv.notify_all()
+        if data is not None:
+            self._send_step(data)
         return None
 
     def close_send(self) -> None:
@@ -131,37 +153,32 @@ class TapePlayer:
                 await asyncio.sleep(0.005)
         return LinkEnd("closed")
 
-    # -- playing (the player thread) --------------------------------------------------
+    # -- playing --------------------------------------------------------------------
 
     def _play(self) -> None:
-        exchanges = {e.index: e for e in self.tape.exchanges}
-        total, done = len(self.tape.exchanges), 0
+        """The player thread: sends what is ready, answers the server's requests, reports what never came."""
         try:
-            for step in self.tape.steps:
-                for key in step.wait_for:
-                    if not self._wait(key):
-                        return
-                with self._cv:
-                    if not self._receiving:
-                        return
-                    for index in step.opens:
-                        exchange = exchanges[index]
-                        self._waiting[exchange.key] = exchange
-                    data = self._rewritten(step)
-                    frame = step.frame
-                    if data is frame.data and frame.kind != "batch" and frame.messages:
-                        self._note("c2s", "client", data, frame.messages[0])  # parsed already
-                    else:
-                        self._note("c2s", "client", data)
-                self._out(data)
-                done += len(step.opens)
-                if self.progress is not None and step.opens:
-                    self.progress(done, total)
             while True:
                 with self._cv:
-                    last = next(iter(self._waiting), None)
-                if last is None or not self._wait(last):
-                    return
+                    reply = data = None
+                    while reply is None and data is None:
+                        if not self._receiving:
+                            return
+                        if self._outbox:
+                            reply = self._outbox.popleft()
+                            self._note("c2s", "client", reply)
+                            break
+                        data = self._claim(inline=False)
+                        if data is not None:
+                            break
+                        if self._cursor >= len(self.tape.steps) and not self._waiting and not self._sending:
+                            return  # everything sent and answered (or reported missing)
+                        self._cv.wait(self._expire())
+                if reply is not None:
+                    self._out(reply)
+                else:
+                    assert data is not None
+                    self._send_step(data)
         except Exception as exc:  # a bug must not leave the replay hanging
             with self._cv:
                 self._note("s2c", "proxy", _dumps({"mcptape": f"player failed: {type(exc).__name__}: {exc}"}))
@@ -173,28 +190,70 @@ class TapePlayer:
             if ending and self._ended is not None:
                 self._ended("eof")
 
-    def _wait(self, key: str) -> bool:
-        """Wait for ``key``'s response (at most ``timeout``), answering server requests meanwhile.
+    def _expire(self) -> float | None:
+        """Under _cv: report the requests past their deadline; how long until the next one is due."""
+        if not self._deadlines:
+            return None
+        now = time.monotonic()
+        for key, due in list(self._deadlines.items()):
+            if due <= now:
+                self.timed_out.append(key)
+                del self._deadlines[key]
+                self._waiting.pop(key, None)
+        if not self._deadlines:
+            return 0.0  # something expired: look again at once
+        return max(0.0, min(self._deadlines.values()) - now)
 
-        False when the replay is stopping.
-        """
-        deadline = time.monotonic() + self.timeout
-        while True:
+    def _claim(self, *, inline: bool) -> bytes | None:
+        """Under _cv: the next step's bytes if it may be sent now (the caller sends it), else None."""
+        steps = self.tape.steps
+        if self._sending or not self._receiving or self._cursor >= len(steps):
+            return None
+        step = steps[self._cursor]
+        if any(key in self._waiting for key in step.wait_for):
+            return None
+        data = self._rewritten(step)
+        if inline and (
+            self._waiting or self._outbox or len(data) > INLINE_MAX or self._unread + len(data) > UNREAD_MAX
+        ):
+            return None
+        self._cursor += 1
+        self._sending = True
+        self._unread = 0 if step.opens else self._unread + len(data)
+        due = time.monotonic() + self.timeout
+        for index in step.opens:
+            exchange = self._exchanges[index]
+            self._waiting[exchange.key] = exchange
+            self._deadlines[exchange.key] = due
+        frame = step.frame
+        if data is frame.data and frame.kind != "batch" and frame.messages:
+            self._note("c2s", "client", data, frame.messages[0])  # parsed already
+        else:
+            self._note("c2s", "client", data)
+        if step.opens:
+            self._done += len(step.opens)
+            if self.progress is not None:
+                self.progress(self._done, len(self._exchanges))
+        return data
+
+    def _send_step(self, data: bytes) -> None:
+        """Send a claimed step, then let the next one go (the player thread may be waiting for it)."""
+        try:
+            self._out(data)
+        finally:
             with self._cv:
-                while self._receiving and not self._outbox and key in self._waiting:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        self.timed_out.append(key)
-                        del self._waiting[key]
-                        return True
-                    self._cv.wait(left)
-                if not self._receiving:
-                    return False
-                reply = self._outbox.popleft() if self._outbox else None
-                if reply is None:
-                    return True  # answered
-                self._note("c2s", "client", reply)
-            self._out(reply)
+                self._sending = False
+                if self._player_has_work():
+                    self._cv.notify_all()
+
+    def _player_has_work(self) -> bool:
+        """Under _cv: whether the player thread would do something now (wake it only then)."""
+        if not self._receiving or self._outbox:
+            return True
+        steps = self.tape.steps
+        if self._cursor >= len(steps):
+            return not self._waiting
+        return not any(key in self._waiting for key in steps[self._cursor].wait_for)
 
     def _out(self, data: bytes) -> None:
         deliver, loop = self._deliver, self._loop
@@ -233,7 +292,8 @@ class TapePlayer:
 
     # -- what the server sends (under _cv, on the thread that delivers it) -------------
 
-    def _received(self, frame: Frame) -> None:
+    def _received(self, frame: Frame) -> bool:
+        """Under _cv: note a server frame; whether it answered a request or asked something."""
         # The relay has parsed the frame already (to track the requests it answers).
         noted = self._note("s2c", frame.origin or "server", frame.data, frame.message)
         woken = False
@@ -244,8 +304,7 @@ class TapePlayer:
             elif kind == "request" and self._receiving:
                 self._outbox.append(self._answer(message))
                 woken = True
-        if woken:
-            self._cv.notify_all()
+        return woken
 
     def _answer(self, request: dict[str, Any]) -> bytes:
         ruled = self.answer(request) if self.answer is not None else None
@@ -257,7 +316,9 @@ class TapePlayer:
         return answer_bytes(request, entry)
 
     def _answered(self, message: dict[str, Any]) -> bool:
-        recorded = self._waiting.pop(id_key(message.get("id")), None)
+        key = id_key(message.get("id"))
+        recorded = self._waiting.pop(key, None)
+        self._deadlines.pop(key, None)
         if recorded is None:
             return False
         if recorded.response is not None:
