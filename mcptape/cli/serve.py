@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from mcptape.cli.common import UserError, db_option
-from mcptape.cli.replay import (
+from mcptape.cli.replay_options import (
     CommandAfterDashes,
     comparison_options,
     load_tapes,
