@@ -158,6 +158,8 @@ class Tape:
     session_id: str | None = None
     name: str | None = None
     started_at: float | None = None
+    # Notifications the server sent while no client request was in flight (no exchange's).
+    loose: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _progress_token(request: dict[str, Any]) -> bytes | None:
@@ -177,6 +179,7 @@ class _Builder:
         self.by_token: dict[bytes, Exchange] = {}
         self.server_pending: dict[str, ServerCall] = {}
         self.answered: list[str] = []
+        self.loose: list[dict[str, Any]] = []
 
     def add(self, frame: TapeFrame) -> None:
         if frame.direction == "c2s":
@@ -252,6 +255,8 @@ class _Builder:
             if owner is not None:
                 owner.notifications.append(message)
                 owner.timeline.append(("notification", message))
+            else:
+                self.loose.append(message)
         elif kind == "request":
             owner = self._latest()
             call = ServerCall(message, exchange=owner.index if owner else None)
@@ -268,7 +273,7 @@ def build_tape(frames: Iterable[TapeFrame], source: str, **info: Any) -> Tape:
     builder = _Builder()
     for frame in kept:
         builder.add(frame)
-    return Tape(source, kept, builder.exchanges, builder.steps, builder.calls, **info)
+    return Tape(source, kept, builder.exchanges, builder.steps, builder.calls, **info, loose=builder.loose)
 
 
 # -- loading --------------------------------------------------------------------------
