@@ -124,3 +124,39 @@ def test_injection_rules_are_asked_first_and_the_recording_answers_the_rest() ->
         "elicitation/create",
         "sampling/createMessage",
     ]
+
+
+def test_a_pipelined_recording_of_large_frames_replays_against_a_real_process_without_deadlock() -> None:
+    # Forty 96 KiB requests, twenty sent before any response and twenty after the first,
+    # each answered with twice as much: both pipes fill up, so whoever writes to the server
+    # must never be the thread that reads it.
+    import sys
+
+    from mcptape.replay.run import ReplayPlan, replay_tape
+    from tests.conftest import ROOT
+    from tests.servers.fast_mcp import answer
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+    calls = [
+        {
+            "jsonrpc": "2.0",
+            "id": i,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"t": "x" * (96 << 10)}},
+        }
+        for i in range(1, 41)
+    ]
+    items: list[tuple[str, dict[str, Any]]] = [("c2s", init), ("s2c", answer(init) or {})]
+    items += [("c2s", c) for c in calls[:20]] + [("s2c", answer(calls[0]) or {})]
+    items += [("c2s", c) for c in calls[20:]] + [("s2c", answer(c) or {}) for c in calls[1:]]
+    tape = tape_of(*items)
+    assert [len(step.wait_for) for step in tape.steps[1:]] == ([1] + [0] * 19) * 2  # pipelined
+    server = [sys.executable, str(ROOT / "tests" / "servers" / "fast_mcp.py")]
+    plan = ReplayPlan(server, None, None, "fast", None, record=False, timeout=30, grace=1, progress=False)
+
+    async def main() -> Any:
+        return await asyncio.wait_for(replay_tape(tape, plan), 45)
+
+    replayed = asyncio.run(main())
+    assert replayed.result.error is None
+    assert [e.status for e in replayed.result.exchanges] == ["match"] * 41

@@ -229,6 +229,46 @@ def test_a_message_the_server_sends_on_its_own_may_land_beside_another_request()
     assert results[0].differences[0].pointer == "notification notifications/message"
 
 
+def test_a_message_sent_between_requests_in_one_run_matches_the_same_beside_a_request_in_the_other() -> None:
+    changed = note("notifications/tools/list_changed", {})
+    beside = build_tape(
+        frames(
+            ("c2s", req(1, "a")),
+            ("s2c", res(1, {})),
+            ("c2s", req(2, "b")),
+            ("s2c", changed),
+            ("s2c", res(2, {})),
+        ),
+        "r",
+    )
+    between = build_tape(
+        frames(
+            ("c2s", req(1, "a")),
+            ("s2c", res(1, {})),
+            ("s2c", changed),
+            ("c2s", req(2, "b")),
+            ("s2c", res(2, {})),
+        ),
+        "m",
+    )
+    assert between.loose == [changed] and beside.loose == []
+    assert [r.status for r in compare_tapes(beside, between, Normaliser())] == [MATCH, MATCH]
+    assert [r.status for r in compare_tapes(between, beside, Normaliser())] == [MATCH, MATCH]
+    other = note("notifications/prompts/list_changed", {})
+    elsewhere = build_tape(
+        frames(
+            ("c2s", req(1, "a")),
+            ("s2c", res(1, {})),
+            ("s2c", other),
+            ("c2s", req(2, "b")),
+            ("s2c", res(2, {})),
+        ),
+        "o",
+    )
+    # A different message between requests stands in for nothing: the one missing is reported.
+    assert [r.status for r in compare_tapes(beside, elsewhere, Normaliser())] == [MATCH, DIFFERS]
+
+
 def test_an_exchange_the_replay_never_answered_is_reported_missing() -> None:
     recorded = weather_tape(50)
     replayed = build_tape(

@@ -9,108 +9,20 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.replay_options import (
+    CommandAfterDashes,
+    comparison_options,
+    load_tapes,
+    remote_options,
+    remote_server,
+    server_command,
+    upstream_options,
+)
 from mcptape.cli.rule_options import rule_options, rules_from_cli
 
 if TYPE_CHECKING:
     from mcptape.replay.run import Replayed
     from mcptape.replay.tape import Tape
-
-COMMAND_KEY = "mcptape.command"
-
-
-class CommandAfterDashes(click.Command):
-    """A command whose arguments after ``--`` are a server command line, kept apart from the rest."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if "--" in args:
-            cut = args.index("--")
-            ctx.meta[COMMAND_KEY] = args[cut + 1 :]
-            args = args[:cut]
-        return super().parse_args(ctx, args)
-
-
-def server_command(
-    ctx: click.Context, upstream: str | None, config_path: str | None, *, required: bool = True
-) -> tuple[list[str], dict[str, str] | None, str | None, str] | None:
-    """The server to start: the command after ``--`` or a registered ``--upstream``."""
-    command = tuple(ctx.meta.get(COMMAND_KEY, ()))
-    if not command and not upstream:
-        if not required:
-            return None
-        raise UserError("no server to replay against: give its command after --, or --upstream NAME")
-    from mcptape.cli.record import _upstream_command
-
-    return _upstream_command(command, upstream, config_path)
-
-
-def upstream_options(func: Any) -> Any:
-    """``--upstream NAME`` and ``--config FILE``, as ``record`` takes them."""
-    func = click.option(
-        "--config",
-        "config_path",
-        metavar="FILE",
-        type=click.Path(dir_okay=False),
-        help="An mcpServers config file whose entries --upstream may name.",
-    )(func)
-    return click.option(
-        "--upstream",
-        metavar="NAME",
-        help="Start a registered server (a built-in or an entry of --config) instead of COMMAND.",
-    )(func)
-
-
-def comparison_options(func: Any) -> Any:
-    """``--ignore`` and ``--keep``: what is left out of the comparison."""
-    func = click.option(
-        "--keep",
-        multiple=True,
-        type=click.Choice(["meta", "ids", "timestamps"]),
-        help="Compare what is normalised away by default: _meta members (meta), ids and tokens the "
-        "server mints such as requestState, cursors and UUIDs (ids), ISO dates and time fields "
-        "(timestamps). Repeatable.",
-    )(func)
-    return click.option(
-        "--ignore",
-        multiple=True,
-        metavar="[METHOD[:TOOL]=]POINTER",
-        help="Leave a JSON Pointer out of the comparison; * matches any member or element; scope it to a "
-        "method or a tool (tools/call:weather=/result/structuredContent/humidity); METHOD=/ drops that "
-        "method's notifications altogether. Repeatable.",
-    )(func)
-
-
-def load_tapes(db: str | None, refs: tuple[str, ...], files: tuple[str, ...]) -> list[Tape]:
-    """The recordings to replay: session references or name patterns from the store, then files."""
-    from mcptape.replay.tape import TapeError, is_pattern, load_session, matching_names, read_jsonl
-
-    tapes: list[Tape] = []
-    if refs:
-        from sqlalchemy.exc import SQLAlchemyError
-
-        from mcptape.cli.sessions import database_message, open_for_reading
-
-        store = open_for_reading(db)
-        try:
-            for ref in refs:
-                names = matching_names(store, ref) if is_pattern(ref) else [ref]
-                if not names:
-                    raise UserError(
-                        f"no session name matches the pattern {ref!r} (`mcptape sessions` lists them)"
-                    )
-                for name in names:
-                    tapes.append(load_session(store, name))
-        except TapeError as exc:
-            raise UserError(str(exc)) from None
-        except SQLAlchemyError as exc:
-            raise UserError(f"cannot read the recording: {database_message(exc)}") from None
-        finally:
-            store.close()
-    for file in files:
-        try:
-            tapes.append(read_jsonl(Path(file)))
-        except TapeError as exc:
-            raise UserError(str(exc)) from None
-    return tapes
 
 
 @click.command(cls=CommandAfterDashes)
@@ -125,6 +37,7 @@ def load_tapes(db: str | None, refs: tuple[str, ...], files: tuple[str, ...]) ->
     help="Replay a recording exported as JSONL (`mcptape export`). Repeatable.",
 )
 @upstream_options
+@remote_options
 @comparison_options
 @rule_options
 @click.option(
@@ -171,6 +84,9 @@ def replay(
     files: tuple[str, ...],
     upstream: str | None,
     config_path: str | None,
+    url: str | None,
+    transport: str | None,
+    header_flags: tuple[str, ...],
     ignore: tuple[str, ...],
     keep: tuple[str, ...],
     handle_sampling: str | None,
@@ -190,7 +106,8 @@ def replay(
     SESSION is a session id, a unique prefix, a name (the latest session with
     it) or `last`; a PATTERN (smoke-*) takes the latest session of every
     matching name; --file takes JSONL exports. Each recording is replayed
-    against a fresh server: the client's frames are sent in order, exactly as
+    against a fresh server (a new process, or a new session with the server
+    at --url): the client's frames are sent in order, exactly as
     recorded, waiting where the client waited; the server's own requests
     (sampling, elicitation, roots) are answered from the recording; a
     2026-07-28 retry echoes the requestState the live server gives.
@@ -212,6 +129,7 @@ def replay(
       mcptape replay last -- python -m my_server
       mcptape replay smoke-* --junit report.xml -- npx -y @modelcontextprotocol/server-everything
       mcptape replay --file tests/recordings/weather.jsonl --upstream weather --config mcp.json
+      mcptape replay weather --url http://127.0.0.1:3001/mcp --header 'Authorization: Bearer ${TOKEN}'
       mcptape replay weather --ignore 'tools/call:weather=/result/content/*/annotations' -- ./server
       mcptape replay weather --update -- ./server     # the change was intended
     """
@@ -222,14 +140,21 @@ def replay(
     except (IgnoreRuleError, ValueError) as exc:
         raise UserError(str(exc)) from None
     rules = rules_from_cli(handle_sampling, handle_elicitation, roots, inject)
-    spec = server_command(ctx, upstream, config_path)
-    assert spec is not None
+    remote = remote_server(ctx, url, transport, header_flags, upstream, config_path)
+    argv: list[str] = []
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    if remote is not None:
+        description = remote[0]
+    else:
+        spec = server_command(ctx, upstream, config_path, url_ok=True)
+        assert spec is not None
+        argv, env, cwd, description = spec
     if not sessions and not files:
         raise UserError(
             "nothing to replay: give a SESSION (id, prefix, name, pattern or last) or --file FILE"
         )
     tapes = load_tapes(db, sessions, files)
-    argv, env, cwd, description = spec
     from mcptape.replay.run import ReplayPlan
 
     plan = ReplayPlan(
@@ -244,6 +169,8 @@ def replay(
         grace=grace,
         echo_stderr=echo_stderr,
         rules=rules,
+        upstream_link=remote[1] if remote is not None else None,
+        transport=remote[2] if remote is not None else "stdio",
     )
     sys.exit(_run(tapes, plan, files, report, junit, update))
 

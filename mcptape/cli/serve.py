@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
 from mcptape.cli.common import UserError, db_option
-from mcptape.cli.replay import (
+from mcptape.cli.replay_options import (
     CommandAfterDashes,
     comparison_options,
     load_tapes,
@@ -44,6 +45,27 @@ from mcptape.cli.replay import (
     default=None,
     help="Record the served session (mode serve) in --db. Default: yes, except for a --file without --db.",
 )
+@click.option(
+    "--listen",
+    metavar="HOST:PORT",
+    help="Serve over HTTP instead of stdio: streamable HTTP at /servers/tape/mcp and legacy SSE at "
+    "/servers/tape/sse, each client session played the recording from its start (port 0: any free "
+    "port). Only loopback unless --allow-remote.",
+)
+@click.option(
+    "--token-file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="With --listen: where the generated token is written, readable by you alone "
+    "(default: serve-token in mcptape's data directory).",
+)
+@click.option("--no-auth", is_flag=True, help="With --listen: serve without a token (loopback only).")
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="With --listen: allow an address other than loopback (anyone who can reach it and has the token "
+    "can read the recording).",
+)
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -57,8 +79,12 @@ def serve(
     ignore: tuple[str, ...],
     keep: tuple[str, ...],
     record: bool | None,
+    listen: str | None,
+    token_file: str | None,
+    no_auth: bool,
+    allow_remote: bool,
 ) -> None:
-    """Play the server side of a recording to an MCP client, over stdio.
+    """Play the server side of a recording to an MCP client, over stdio or HTTP.
 
     SESSION is a session id, a unique prefix, a name or `last` (or --file for
     a JSONL export). Each request is matched by method and parameters
@@ -71,6 +97,13 @@ def serve(
     JSON-RPC error naming the three nearest recorded requests and the fields
     that differ.
 
+    With --listen HOST:PORT it serves over streamable HTTP and legacy SSE
+    instead, until Ctrl-C or SIGTERM, as `mcptape proxy` serves an upstream:
+    Host and Origin are checked, and requests need a token
+    ($MCPTAPE_PROXY_TOKEN, else a new one printed once and written to
+    --token-file) unless --no-auth. Each client session is played the
+    recording from its start, and recorded as its own session.
+
     \b
     Exit status: 0; 1 with --strict when a recorded request was never asked
     for or a request matched nothing; 2 when the recording cannot be read.
@@ -80,6 +113,7 @@ def serve(
       mcptape serve last
       mcptape serve --file tests/recordings/weather.jsonl --strict
       mcptape serve weather --on-miss forward -- python -m weather_server
+      mcptape serve weather --listen 127.0.0.1:8809
     In a client's config: {"command": "mcptape", "args": ["serve", "weather"]}
     """
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
@@ -93,6 +127,9 @@ def serve(
     spec = server_command(ctx, upstream, config_path, required=on_miss == "forward")
     if spec is not None and on_miss != "forward":
         raise UserError("a server command is only used with --on-miss forward")
+    if listen is None and (token_file or no_auth or allow_remote):
+        raise UserError("--token-file, --no-auth and --allow-remote go with --listen HOST:PORT")
+    address = _address(listen, no_auth, allow_remote) if listen is not None else None
     [tape] = load_tapes(db, (session,) if session else (), (file,) if file else ())
     import asyncio
 
@@ -108,4 +145,49 @@ def serve(
         forward_cwd=spec[2] if spec else None,
         normaliser=normaliser,
     )
-    sys.exit(asyncio.run(run_serve(plan)))
+    if address is None:
+        sys.exit(asyncio.run(run_serve(plan)))
+    sys.exit(_serve_http(plan, address, no_auth, token_file))
+
+
+def _address(listen: str, no_auth: bool, allow_remote: bool) -> tuple[str, int]:
+    from mcptape.cli.proxy import _parse_listen
+    from mcptape.proxy.http.security import is_loopback
+
+    host, port = _parse_listen(listen)
+    if not is_loopback(host):
+        if not allow_remote:
+            raise UserError(
+                f"--listen {listen} is not a loopback address; add --allow-remote to serve other machines"
+            )
+        if no_auth:
+            raise UserError("--no-auth works on loopback only; drop it or listen on 127.0.0.1")
+        click.echo(
+            f"mcptape: warning: listening on {host}: anyone with the token can read the recording", err=True
+        )
+    return host, port
+
+
+def _serve_http(plan: Any, address: tuple[str, int], no_auth: bool, token_file: str | None) -> int:
+    import asyncio
+    import os
+
+    from mcptape.cli.proxy import _write_token
+    from mcptape.proxy.http.security import TOKEN_ENV, new_token
+    from mcptape.replay.http_serving import run_serve_http, tape_config
+
+    token: str | None = None
+    announce = False
+    if not no_auth:
+        token = os.environ.get(TOKEN_ENV) or None
+        if token is None:
+            token, announce = new_token(), True
+            if token_file is None:
+                import platformdirs
+
+                token_file = os.path.join(
+                    platformdirs.user_data_dir("mcptape", appauthor=False), "serve-token"
+                )
+            _write_token(token, token_file)
+    config = tape_config(address[0], address[1], token, plan.db, plan.grace)
+    return asyncio.run(run_serve_http(plan, config, token if announce else None))

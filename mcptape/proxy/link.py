@@ -45,6 +45,7 @@ the addons and the recorder are tested in-process (httpx's MockTransport is the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -167,6 +168,7 @@ class MemoryLink:
         self._ended: Ended | None = None
         self._event: EventSink | None = None
         self._outbox: asyncio.Queue[bytes] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
         self._receiving = False
         self._send_closed = False
@@ -175,6 +177,7 @@ class MemoryLink:
 
     def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
         self._deliver, self._ended, self._event = deliver, ended, event
+        self._loop = asyncio.get_running_loop()
         self._receiving = True
 
     async def _receive(self, data: bytes, meta: dict[str, Any] | None) -> None:
@@ -195,6 +198,12 @@ class MemoryLink:
             if self._send_closed or self._end is not None:
                 raise LinkClosed(f"{self.name}: closed")
         self.peer.received.append(frame.data)
+        loop = self._loop
+        if loop is not None and not _on_loop(loop):
+            # send is thread-safe: a sender on another thread must wake the peer's loop
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody reads
+                loop.call_soon_threadsafe(self._outbox.put_nowait, frame.data)
+            return
         self._outbox.put_nowait(frame.data)
 
     def close_send(self) -> None:
@@ -213,6 +222,13 @@ class MemoryLink:
                 self._ended("stopped")
             self._end = LinkEnd("exited" if self.exit_code is not None else "closed", self.exit_code)
         return self._end
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def memory_pair(*, exit_code: int | None = None) -> tuple[MemoryLink, MemoryLink]:

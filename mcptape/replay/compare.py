@@ -66,11 +66,17 @@ Item = tuple[str, str, bytes, Any]
 
 def _items(normaliser: Normaliser, exchange: Exchange) -> list[Item]:
     """The notifications and server requests sent while ``exchange`` was in flight, normalised."""
+    return _normalised(normaliser, exchange.notifications, [c.request for c in exchange.server_calls])
+
+
+def _loose(normaliser: Normaliser, tape: Tape) -> list[Item]:
+    """What the server sent while no client request was in flight, normalised."""
+    return _normalised(normaliser, tape.loose, [c.request for c in tape.server_calls if c.exchange is None])
+
+
+def _normalised(normaliser: Normaliser, notifications: list[Any], requests: list[Any]) -> list[Item]:
     out: list[Item] = []
-    for what, messages in (
-        ("notification", exchange.notifications),
-        ("server request", [c.request for c in exchange.server_calls]),
-    ):
+    for what, messages in (("notification", notifications), ("server request", requests)):
         for message in messages:
             method = message.get("method")
             method = method if isinstance(method, str) else "?"
@@ -137,7 +143,8 @@ def compare_tapes(recorded: Tape, replayed: Tape, normaliser: Normaliser) -> lis
     Notifications and server requests are compared as multisets per exchange. What a
     server sends on its own schedule (a log line, the roots/list it asks for after the
     handshake) can land beside another request in a replay that runs faster than the
-    client did: what one exchange lacks and another has extra, identically, matches.
+    client did, or between requests: what one exchange lacks and another has extra, or
+    the other run sent while no request was in flight, identically, matches.
     """
     results, missing, extra = [], [], []
     for i, exchange in enumerate(recorded.exchanges):
@@ -147,8 +154,9 @@ def compare_tapes(recorded: Tape, replayed: Tape, normaliser: Normaliser) -> lis
         theirs = _items(normaliser, other) if other is not None else []
         missing.append(_minus(mine, theirs))
         extra.append(_minus(theirs, mine))
-    all_missing = [item for items in missing for item in items]
-    all_extra = [item for items in extra for item in items]
+    # The other run's loose items can stand in for an exchange's (they are never reported).
+    all_missing = [item for items in missing for item in items] + _loose(normaliser, recorded)
+    all_extra = [item for items in extra for item in items] + _loose(normaliser, replayed)
     unmatched_missing = _minus(all_missing, all_extra)
     unmatched_extra = _minus(all_extra, all_missing)
     for result, lacking, more in zip(results, missing, extra, strict=True):

@@ -15,6 +15,10 @@ and lives on the event loop:
 - a request with no match gets a JSON-RPC error naming the nearest recorded requests
   and the fields that differ, or, with a ``fallback`` link (``--on-miss forward``), is
   forwarded to a real server, whose answer (recorded by the relay) goes to the client.
+
+A request that came with nothing but its response, delivered from a reader thread while
+nothing else is being played, is answered on that thread at once (no turn of the event
+loop, no writer thread: what a stdio server does); everything else is played on the loop.
 """
 
 from __future__ import annotations
@@ -22,13 +26,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import threading
 from collections.abc import Awaitable
 from typing import Any, Final
 
 import orjson
 
 from mcptape.frames import Frame, classify_message
-from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkClosed, LinkEnd
+from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkClosed, LinkEnd, wait_from_thread
 from mcptape.replay.book import AnswerBook, Entry
 from mcptape.replay.matchers import miss_message
 from mcptape.replay.normalise import Normaliser
@@ -81,11 +86,15 @@ class TapeServer:
         self._tasks: set[asyncio.Task[None]] = set()
         self._fallback_calls: set[str] = set()  # ids of the fallback server's requests to the client
         self._open = False
+        self._loop_thread: int | None = None
+        self._book_lock = threading.Lock()  # the book is taken from by reader threads and the loop
+        self._queued = 0  # frames handed to the loop and not played yet (under _book_lock)
 
     # -- the Link interface ---------------------------------------------------------
 
     def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._deliver, self._ended = deliver, ended
         self._open = True
         if self.fallback is not None:
@@ -94,11 +103,54 @@ class TapeServer:
     def send(self, frame: Frame) -> Awaitable[Any] | None:
         if not self._open:
             raise LinkClosed("tape: closed")
+        if threading.get_ident() != self._loop_thread and self._answer_here(frame):
+            return None
         loop = self._loop
         if loop is not None:
+            with self._book_lock:
+                self._queued += 1
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(self._received, frame)
         return None
+
+    def _answer_here(self, frame: Frame) -> bool:
+        """Answer a plain request on the calling (reader) thread; False to play it on the loop."""
+        if self.fallback is not None or frame.kind != "request" or frame.method in HANDSHAKES:
+            return False
+        message = frame.message
+        if not isinstance(message, dict):
+            return False
+        with self._book_lock:
+            # Behind frames the loop still plays, or answers it is sending, this one waits its turn.
+            if self._queued or self._tasks:
+                return False
+            method = message.get("method")
+            entry = self.book.take(method if isinstance(method, str) else None, message.get("params"))
+            if entry is None:
+                self._queued += 1  # the loop says which recorded requests are nearest
+            elif entry.answer.timeline:
+                self._queued += 1  # notifications and server requests first: played on the loop
+        loop = self._loop
+        if entry is None or entry.answer.timeline:
+            if loop is not None:
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(self._request_played, message, entry)
+            return True
+        data = self._response_bytes(entry.answer, message)
+        if data is not None and self._open and self._deliver is not None:
+            pending = self._deliver(Frame(data, "s2c"))
+            if pending is not None and loop is not None:
+                wait_from_thread(loop, pending)
+        return True
+
+    def _request_played(self, message: dict[str, Any], entry: Entry | None) -> None:
+        """On the loop: a request :meth:`_answer_here` looked up, played here."""
+        with self._book_lock:
+            self._queued -= 1
+        if entry is not None:
+            self._spawn(self._play(entry.answer, message))
+        else:
+            self._miss(message)
 
     def close_send(self) -> None:
         pass  # nothing is queued: answers are delivered as they are played
@@ -131,6 +183,8 @@ class TapeServer:
         task.add_done_callback(self._tasks.discard)
 
     def _received(self, frame: Frame) -> None:
+        with self._book_lock:
+            self._queued -= 1
         for message in self._messages(frame):
             kind = classify_message(message).kind
             if kind == "request":
@@ -171,16 +225,25 @@ class TapeServer:
                 if self.fallback is not None and method == "initialize":
                     self._to_fallback(orjson.dumps({**message, "id": INIT_ID}))
                 return
-        entry = self.book.take(method if isinstance(method, str) else None, params)
+        with self._book_lock:
+            entry = self.book.take(method if isinstance(method, str) else None, params)
         if entry is not None:
             self._spawn(self._play(entry.answer, message))
-        elif self.fallback is not None:
+        else:
+            self._miss(message)
+
+    def _miss(self, message: dict[str, Any]) -> None:
+        """A request the tape has no answer for: forwarded, ``ping``'s empty result, or the near misses."""
+        method, params = message.get("method"), message.get("params")
+        if self.fallback is not None:
             self.forwarded += 1
             self._to_fallback(orjson.dumps(message))
         elif method == "ping":
             self._spawn(self._out({"jsonrpc": "2.0", "id": message.get("id"), "result": {}}))
         else:
-            text = miss_message(method if isinstance(method, str) else None, self.book.near(method, params))
+            with self._book_lock:
+                near = self.book.near(method, params)
+            text = miss_message(method if isinstance(method, str) else None, near)
             self.misses.append(text)
             self._spawn(self._out(_error(message, MISS, text)))
 
@@ -200,11 +263,18 @@ class TapeServer:
                 await self._out(item)
             else:
                 await self._server_call(item)
+        data = self._response_bytes(exchange, request)
+        if data is not None:
+            await self._out(data)
+
+    @staticmethod
+    def _response_bytes(exchange: Exchange, request: dict[str, Any]) -> bytes | None:
+        """The recorded response with the live request's id; None when the server never answered."""
         response = exchange.response
         if response is None:
-            return  # the server never answered it when recorded: neither do we
+            return None
         body = {k: v for k, v in response.items() if k not in ("id", "jsonrpc")}
-        await self._out({"jsonrpc": "2.0", "id": request.get("id"), **body})
+        return orjson.dumps({"jsonrpc": "2.0", "id": request.get("id"), **body})
 
     async def _server_call(self, call: ServerCall) -> None:
         assert self._loop is not None

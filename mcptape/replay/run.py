@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mcptape.proxy.addons import AddonManager, SessionContext
+from mcptape.proxy.link import Link
 from mcptape.proxy.process import ProcessLink, SpawnError
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.recording import BackgroundStore, SessionRow
@@ -48,6 +49,9 @@ class ReplayPlan:
     echo_stderr: bool = False
     progress: bool = True
     rules: Any = None  # mcptape.rules.Rules: the user's injection rules, asked before the recording
+    # A remote server (--url, or a remote --upstream entry): a fresh link to it per recording.
+    upstream_link: Callable[[], Link] | None = None
+    transport: str = "stdio"
 
 
 @dataclass
@@ -77,13 +81,19 @@ def _progress(source: str, total: int) -> Callable[[int, int], None] | None:
 async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
     """Replay one recording against a new server process; never raises for a server that fails."""
     recorder = Recorder()
-    _, description = _redacted(plan.argv, plan.description)  # secrets never reach the database
-    session = SessionContext(None, "replay", "tape->stdio", description, None)
-    row = SessionRow("replay", None, "tape->stdio", description, replay_of=tape.session_id)
-    try:
-        server = ProcessLink.spawn(plan.argv, env=plan.env, cwd=plan.cwd, echo_stderr=plan.echo_stderr)
-    except SpawnError as exc:
-        return Replayed(SessionResult(tape.source, [], error=str(exc)), [])
+    server: Link
+    if plan.upstream_link is not None:
+        description = plan.description  # the URL, redacted by the command line already
+        server = plan.upstream_link()
+    else:
+        _, description = _redacted(plan.argv, plan.description)  # secrets never reach the database
+        try:
+            server = ProcessLink.spawn(plan.argv, env=plan.env, cwd=plan.cwd, echo_stderr=plan.echo_stderr)
+        except SpawnError as exc:
+            return Replayed(SessionResult(tape.source, [], error=str(exc)), [])
+    transport = f"tape->{plan.transport}"
+    session = SessionContext(None, "replay", transport, description, None)
+    row = SessionRow("replay", None, transport, description, replay_of=tape.session_id)
     store = BackgroundStore(plan.db, row, recorder).start() if plan.record else None
     if store is not None:
         # Nobody is waiting on a replay's first frame: open the store (while the server
@@ -117,10 +127,14 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
     replayed = player.replayed_tape()
     results = compare_tapes(tape, replayed, plan.normaliser)
     error = None
-    if outcome.status == "error" and not _server_answered(player.seen):
-        error = outcome.error or "the server ended before answering"
+    if not _server_answered(player.seen):
+        # Nothing came from the server: the replay could not run (a server that died, a URL
+        # nobody answers), unless the server is merely silent (reported per exchange).
+        unreachable = _link_error(player.seen)
+        if outcome.status == "error" or unreachable:
+            error = outcome.error or unreachable or "the server ended before answering"
     return Replayed(
-        SessionResult(tape.source, results, replay_id=replay_id, error=error),
+        SessionResult(tape.source, [] if error else results, replay_id=replay_id, error=error),
         player.seen,
         stopped_by[0] if stopped_by else None,
     )
@@ -144,6 +158,17 @@ def rules_answer(rules: Any, player: TapePlayer) -> Callable[[dict[str, Any]], d
 
 def _server_answered(frames: list[TapeFrame]) -> bool:
     return any(f.direction == "s2c" and f.origin == "server" for f in frames)
+
+
+def _link_error(frames: list[TapeFrame]) -> str | None:
+    """The message of the first error mcptape's server link answered in the server's place."""
+    for frame in frames:
+        if frame.direction == "s2c" and frame.origin == "proxy":
+            for message in frame.messages:
+                error = message.get("error") if isinstance(message, dict) else None
+                if isinstance(error, dict) and isinstance(error.get("message"), str):
+                    return str(error["message"]).removeprefix("mcptape: ")
+    return None
 
 
 def write_jsonl(path: Path, frames: list[TapeFrame]) -> None:

@@ -85,19 +85,30 @@ async def run_serve(plan: ServePlan, client: Link | None = None) -> int:
         _say(f"warning: this session could not be recorded fully into {store.where()}")
     if stopped_by:
         return 128 + stopped_by[0]
+    return strict_failures(plan, [tape_server])
+
+
+def strict_failures(plan: ServePlan, tapes: list[TapeServer]) -> int:
+    """Say what matched nothing and what was forwarded; 1 under --strict when something went unused or missed.
+
+    ``tapes``: one per client session (``serve --listen`` plays a fresh tape to each); a
+    recorded request counts as asked for when any session asked for it.
+    """
     code = 0
-    if tape_server.misses:
-        _say(f"{len(tape_server.misses)} request(s) matched nothing on the tape")
-    if tape_server.forwarded:
-        _say(
-            f"{tape_server.forwarded} request(s) not on the tape were forwarded to {' '.join(plan.forward_argv or [])}"
-        )
+    misses = sum(len(t.misses) for t in tapes)
+    forwarded = sum(t.forwarded for t in tapes)
+    if misses:
+        _say(f"{misses} request(s) matched nothing on the tape")
+    if forwarded:
+        _say(f"{forwarded} request(s) not on the tape were forwarded to {' '.join(plan.forward_argv or [])}")
     if plan.strict:
-        unused = tape_server.book.unused()
+        used = {e.index for t in tapes for e in t.book.entries if e.used}
+        entries = tapes[0].book.entries if tapes else TapeServer(plan.tape).book.entries
+        unused = [e for e in entries if e.index not in used]
         if unused:
             listed = ", ".join(f"#{e.index} {e.method}" for e in unused[:10])
             _say(f"error: --strict: {len(unused)} recorded request(s) were never asked for: {listed}")
             code = 1
-        if tape_server.misses:
+        if misses:
             code = 1
     return code

@@ -13,7 +13,11 @@ writes. :func:`build_tape` (pure) turns frames into:
 - **server calls**: every server-initiated request with its answer, in order.
 
 Frames mcptape wrote itself (origin ``proxy``) are not steps: an injected answer to a
-server request still counts as that request's answer.
+server request still counts as that request's answer. Two kinds are what the server
+received, so a replay sends them: a client frame mcptape edited (its replacement follows
+it with the same id: the step sends the replacement) and a request of mcptape's own (id
+``"mcptape-N"``, such as the retry of a 2026-07-28 ``input_required`` round: a step and an
+exchange of its own, whose ``requestState`` the replay takes from the live server).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from mcptape.ids import encode_id
 from mcptape.ids import id_key as text_key
 
 PROGRESS: Final = "notifications/progress"
+OWN_PREFIX: Final = "mcptape-"  # the ids of mcptape's own requests (Relay.request)
 
 
 class TapeError(Exception):
@@ -59,9 +64,19 @@ class TapeFrame:
     kind: str = "malformed"
 
 
-def tape_frame(seq: int, direction: Direction, origin: str, ts: float, data: bytes) -> TapeFrame:
-    """A tape frame with its messages parsed (a batch is flattened into its elements)."""
-    value = parse(data)
+_PARSE: Final = object()
+
+
+def tape_frame(
+    seq: int, direction: Direction, origin: str, ts: float, data: bytes, value: Any = _PARSE
+) -> TapeFrame:
+    """A tape frame with its messages parsed (a batch is flattened into its elements).
+
+    ``value`` is the frame's parsed JSON when the caller has it already (a relayed
+    :class:`~mcptape.frames.Frame` keeps it): the bytes are not parsed again.
+    """
+    if value is _PARSE:
+        value = parse(data)
     if isinstance(value, list):
         return TapeFrame(seq, direction, origin, ts, data, [m for m in value if isinstance(m, dict)], "batch")
     if isinstance(value, dict):
@@ -143,6 +158,8 @@ class Tape:
     session_id: str | None = None
     name: str | None = None
     started_at: float | None = None
+    # Notifications the server sent while no client request was in flight (no exchange's).
+    loose: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _progress_token(request: dict[str, Any]) -> bytes | None:
@@ -162,6 +179,7 @@ class _Builder:
         self.by_token: dict[bytes, Exchange] = {}
         self.server_pending: dict[str, ServerCall] = {}
         self.answered: list[str] = []
+        self.loose: list[dict[str, Any]] = []
 
     def add(self, frame: TapeFrame) -> None:
         if frame.direction == "c2s":
@@ -173,6 +191,12 @@ class _Builder:
             self._server(frame.messages[0], frame.data)
 
     def _client(self, frame: TapeFrame) -> None:
+        own = False
+        if frame.origin == "proxy" and frame.kind == "request":
+            if self._replaces_last(frame):
+                return
+            rid = frame.messages[0].get("id")
+            own = isinstance(rid, str) and rid.startswith(OWN_PREFIX)
         opens: list[int] = []
         for message in frame.messages:
             kind = classify_message(message).kind
@@ -180,7 +204,7 @@ class _Builder:
                 call = self.server_pending.pop(id_key(message.get("id")), None)
                 if call is not None:
                     call.answer = message
-            elif kind == "request" and frame.origin != "proxy":
+            elif kind == "request" and (frame.origin != "proxy" or own):
                 exchange = Exchange(len(self.exchanges) + 1, message)
                 self.exchanges.append(exchange)
                 self.in_flight[exchange.key] = exchange
@@ -188,9 +212,27 @@ class _Builder:
                 if token is not None:
                     self.by_token[token] = exchange
                 opens.append(exchange.index)
-        if frame.origin != "proxy" and frame.kind in ("request", "notification", "batch"):
+        if (frame.origin != "proxy" or own) and frame.kind in ("request", "notification", "batch"):
             self.steps.append(Step(frame, tuple(self.answered), tuple(opens)))
             self.answered = []
+
+    def _replaces_last(self, frame: TapeFrame) -> bool:
+        """Whether ``frame`` is mcptape's edit of the client request just before it (same id).
+
+        It is what the server received: it becomes that step's frame.
+        """
+        last = self.steps[-1] if self.steps else None
+        if (
+            last is None
+            or last.frame.origin == "proxy"
+            or last.frame.kind != "request"
+            or len(last.opens) != 1
+        ):
+            return False
+        if self.exchanges[last.opens[0] - 1].request.get("id") != frame.messages[0].get("id"):
+            return False
+        last.frame = frame
+        return True
 
     def _latest(self) -> Exchange | None:
         return next(reversed(self.in_flight.values()), None)
@@ -213,6 +255,8 @@ class _Builder:
             if owner is not None:
                 owner.notifications.append(message)
                 owner.timeline.append(("notification", message))
+            else:
+                self.loose.append(message)
         elif kind == "request":
             owner = self._latest()
             call = ServerCall(message, exchange=owner.index if owner else None)
@@ -229,7 +273,7 @@ def build_tape(frames: Iterable[TapeFrame], source: str, **info: Any) -> Tape:
     builder = _Builder()
     for frame in kept:
         builder.add(frame)
-    return Tape(source, kept, builder.exchanges, builder.steps, builder.calls, **info)
+    return Tape(source, kept, builder.exchanges, builder.steps, builder.calls, **info, loose=builder.loose)
 
 
 # -- loading --------------------------------------------------------------------------

@@ -1,0 +1,174 @@
+"""`mcptape serve --listen`: a recording served over streamable HTTP and legacy SSE to the real mcp SDK client.
+
+The recording is the demo server's session driven by the SDK client over stdio; served
+over HTTP (the gateway's listener and security), the SDK's streamable HTTP and SSE
+clients get the live results, each client session is played the recording from its
+start and recorded as a session of mode serve.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import sqlite3
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.cli_errors import assert_one_line_error
+from tests.conftest import MCPTAPE
+from tests.test_replay import DEMO, demo_scenario, record
+
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+
+class Served:
+    """`mcptape serve ... --listen 127.0.0.1:0`; ``url`` (streamable HTTP) once it is ready."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [*MCPTAPE, "serve", *args, "--listen", "127.0.0.1:0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        self.stderr = ""
+        ready = threading.Event()
+
+        def read() -> None:
+            assert self.proc.stderr is not None
+            for line in self.proc.stderr:
+                self.stderr += line.decode(errors="replace")
+                if "ready;" in self.stderr:
+                    ready.set()
+            ready.set()
+
+        self._reader = threading.Thread(target=read, daemon=True)
+        self._reader.start()
+        ready.wait(30)
+        found = re.search(r"at (http://\S+/mcp) ", self.stderr)
+        if found is None:
+            self.stop()
+            raise RuntimeError(f"serve did not start: {self.stderr}")
+        self.url = found.group(1)
+        token = re.search(r"token \(shown once.*\): (\S+)", self.stderr)
+        self.token = token.group(1) if token else None
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self._reader.join(5)
+        return code
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    db = tmp_path_factory.mktemp("serve-http") / "rec.db"
+    return db, record(db, "demo", DEMO)
+
+
+def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_serve_listen_gives_the_sdk_http_client_the_live_results_in_every_session(
+    demo_db: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    recorded, live = demo_db
+    db = tmp_path / "rec.db"
+    db.write_bytes(recorded.read_bytes())
+    served = Served("demo", "--db", str(db), "--token-file", str(tmp_path / "token"))
+    try:
+        assert served.token is not None and (tmp_path / "token").read_text().strip() == served.token
+        for _ in range(2):  # each session is played the recording from its start
+            http = create_mcp_http_client(headers=served.headers())
+            assert demo_scenario(streamable_http_client(served.url, http_client=http)) == live  # type: ignore[arg-type]
+    finally:
+        code = served.stop()
+    assert code == 0, served.stderr
+    ((original,),) = rows(db, "select id from sessions where mode='record'")
+    got = rows(db, "select transport, replay_of, status from sessions where mode='serve'")
+    assert got == [("http->tape", original, "closed")] * 2
+    tools = rows(
+        db,
+        "select tool from tool_calls where session_id in (select id from sessions where mode='serve') order by 1",
+    )
+    assert tools == [("add",), ("add",), ("countdown",), ("countdown",), ("weather",), ("weather",)]
+
+
+def test_serve_listen_plays_the_recording_over_legacy_sse(demo_db: tuple[Path, dict[str, Any]]) -> None:
+    db, live = demo_db
+    served = Served("demo", "--db", str(db), "--no-record", "--no-auth")
+    try:
+        assert "no token required" in served.stderr
+        assert demo_scenario(sse_client(served.url.removesuffix("/mcp") + "/sse")) == live  # type: ignore[arg-type]
+    finally:
+        assert served.stop() == 0, served.stderr
+
+
+def test_serve_listen_checks_the_token_and_the_host(demo_db: tuple[Path, dict[str, Any]]) -> None:
+    db, _ = demo_db
+    served = Served("demo", "--db", str(db), "--no-record", env={"MCPTAPE_PROXY_TOKEN": "sesame", "PATH": ""})
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}).encode()
+
+    def post(headers: dict[str, str]) -> int:
+        request = urllib.request.Request(
+            served.url,
+            body,
+            {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    try:
+        assert served.token is None  # taken from the environment: never printed
+        assert post({}) == 401
+        assert post({"Authorization": "Bearer wrong"}) == 401
+        assert post({"Authorization": "Bearer sesame", "Host": "evil.example:80"}) == 403
+        assert post({"Authorization": "Bearer sesame"}) == 200
+    finally:
+        served.stop()
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--no-auth"], "go with --listen"),
+        (["--listen", "0.0.0.0:0"], "--allow-remote"),
+        (["--listen", "0.0.0.0:0", "--allow-remote", "--no-auth"], "loopback only"),
+        (["--listen", "nonsense"], "is not HOST:PORT"),
+    ],
+)
+def test_serve_listen_flag_errors_are_one_line(
+    demo_db: tuple[Path, dict[str, Any]], args: list[str], fragment: str
+) -> None:
+    db, _ = demo_db
+    proc = subprocess.run(
+        [*MCPTAPE, "serve", "demo", "--db", str(db), *args], capture_output=True, text=True, timeout=30
+    )
+    assert_one_line_error(proc, fragment)
