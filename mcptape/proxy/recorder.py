@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
+from mcptape.frames import KEEP_PARSED_BYTES
 from mcptape.proxy.addons import Flow, Outcome, SessionContext
 from mcptape.proxy.handshake import HELLO_METHODS, client_hello, server_hello
 
@@ -202,13 +203,17 @@ class Recorder:
         if frame.direction == "c2s" and kind == "request" and not flow.injected:
             if frame.method in HELLO_METHODS and frame.rpc_id is not None:
                 self._hello_ids[frame.rpc_id] = frame.method or ""
-            if not self._client_known:
+            if not self._client_known and (frame.method in HELLO_METHODS or frame.size <= KEEP_PARSED_BYTES):
+                # Any request may name the client (2026 _meta), but a large one is not
+                # parsed for it: that would build the whole value (mcptape.frames).
                 fields = client_hello(frame.message)
                 if fields:
                     self._client_known = "client_name" in fields
                     self._put("update", (fields,), 256)
         elif frame.direction == "s2c" and kind == "response" and not flow.injected:
             method = self._hello_ids.pop(frame.rpc_id or "", None)
+            if method is None and frame.size > KEEP_PARSED_BYTES:
+                return  # a large answer to another request is not parsed for the server's name
             fields = server_hello(frame.message, method)
             if fields:
                 self._server_known = "server_name" in fields
