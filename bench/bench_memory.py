@@ -4,6 +4,9 @@ Compares, in one run, the peak RSS (VmHWM) of the `mcptape record` process alone
 (not its server, not this script) with recording on against the bare pass-through
 relay (bench/passthrough_relay.py), for frames of several sizes, and prints the
 extra memory per byte of frame: (mcptape's peak - the bare relay's peak) / frame size.
+That includes what mcptape costs with no large frame at all (its imports, opening the
+store: about 50 MiB); the last column leaves it out: (mcptape's peak - mcptape's peak
+relaying a small frame) / frame size, what each byte of the frame itself costs.
 
 Each frame is exactly the size given, so none of them is cut at the store's 64 MiB
 limit. ``--shape echo`` (the default) sends it to a server that writes it back, so
@@ -107,8 +110,17 @@ def main() -> None:
     args = parser.parse_args()
     server = ECHO if args.shape == "echo" else [sys.executable, "-c", ONE_WAY]
     print(f"shape: {args.shape}")
-    print(f"{'frame':>8} {'bare relay':>12} {'mcptape':>10} {'extra':>9} {'extra per frame byte':>21}")
     with tempfile.TemporaryDirectory() as tmp:
+        tiny = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+        db = os.path.join(tmp, "idle.db")
+        idle = relay_one(
+            [sys.executable, "-m", "mcptape", "record", "--db", db, "--", *ECHO], tiny, len(tiny), db
+        )
+        print(f"mcptape relaying a small frame: {idle:.1f} MiB")
+        print(
+            f"{'frame':>8} {'bare relay':>12} {'mcptape':>10} {'extra':>9} {'extra per frame byte':>21}"
+            f" {'frame cost per byte':>20}"
+        )
         for mib in (int(s) for s in args.sizes.split(",")):
             size = mib << 20
             small = len(b'{"jsonrpc":"2.0","id":1,"result":{}}')
@@ -124,7 +136,10 @@ def main() -> None:
                 [sys.executable, "-m", "mcptape", "record", "--db", db, "--", *server], send, expect, db
             )
             extra = ours - bare
-            print(f"{mib:>5} MiB {bare:>8.1f} MiB {ours:>6.1f} MiB {extra:>5.1f} MiB {extra / mib:>19.2f}x")
+            print(
+                f"{mib:>5} MiB {bare:>8.1f} MiB {ours:>6.1f} MiB {extra:>5.1f} MiB {extra / mib:>19.2f}x"
+                f" {(ours - idle) / mib:>19.2f}x"
+            )
             del send
 
 

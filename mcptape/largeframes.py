@@ -15,6 +15,7 @@ Process-wide on purpose: the writer is shared by every session of a process.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import Final
@@ -22,7 +23,25 @@ from typing import Final
 LARGE_FRAME_BYTES: Final = 4 << 20
 READER_PATIENCE_S: Final = 2.0  # a reader waits at most this long for the writer, per line
 
-__all__ = ["LARGE", "LARGE_FRAME_BYTES", "READER_PATIENCE_S", "LargeFrames"]
+__all__ = ["LARGE", "LARGE_FRAME_BYTES", "READER_PATIENCE_S", "LargeFrames", "give_large_blocks_back"]
+
+_M_MMAP_THRESHOLD: Final = -3  # glibc's mallopt parameter
+MMAP_THRESHOLD_BYTES: Final = 1 << 20
+
+
+def give_large_blocks_back() -> bool:
+    """Have glibc map blocks of :data:`MMAP_THRESHOLD_BYTES` and more on their own; True when it took.
+
+    glibc raises its threshold for that as the process frees large blocks (up to
+    32 MiB), and a freed block under it stays in the heap: after one 20 MiB frame
+    the process keeps 20 MiB more for good. With a fixed threshold a large frame's
+    memory goes back to the system when the frame is freed. Elsewhere: does nothing.
+    """
+    with contextlib.suppress(Exception):  # not glibc (musl, macOS): nothing to tune
+        import ctypes
+
+        return bool(ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+    return False
 
 
 class LargeFrames:

@@ -14,6 +14,8 @@ import pytest
 
 from mcptape.frames import Frame
 from mcptape.largeframes import LARGE, LARGE_FRAME_BYTES, LargeFrames
+from mcptape.proxy.addons import Flow
+from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.stdio import FdLink
 from mcptape.store import Store, open_store
 from mcptape.store.backlog import Backlog
@@ -170,3 +172,21 @@ def test_a_writer_waiting_for_producers_holds_nobody_back_for_that_frame() -> No
     backlog.yield_to_producers(0)
     backlog.committed(2, 210, 2)
     assert not backlog.over_limit
+
+
+def test_large_frames_held_until_the_store_opens_count_as_waiting_for_it(store: Store, db_path: Path) -> None:
+    before = LARGE.count
+    recorder = Recorder()
+    recorder.frame_done(Flow(Frame(big_response(b"a"), "s2c")))
+    assert LARGE.count == before + 1
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    recorder.attach(writer, sid)
+    writer.flush(30)
+    assert LARGE.count == before and stored(db_path)[0][:4] == (1, "response", "1", "text")
+
+    dropped = Recorder()
+    dropped.frame_done(Flow(Frame(big_response(b"b"), "c2s")))
+    assert LARGE.count == before + 1
+    dropped.abandon("the store could not be opened")
+    assert LARGE.count == before

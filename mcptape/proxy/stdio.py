@@ -30,7 +30,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from mcptape.frames import Direction, Frame
-from mcptape.largeframes import LARGE, LARGE_FRAME_BYTES
+from mcptape.largeframes import LARGE, LARGE_FRAME_BYTES, give_large_blocks_back
 from mcptape.proxy.framing import LineSplitter
 from mcptape.proxy.link import BEFORE_WAIT, Deliver, Ended, EventSink, LinkClosed, LinkEnd, wait_from_thread
 
@@ -373,6 +373,8 @@ def open_stdio_link() -> FdLink:
         raise LinkClosed("standard output is closed: an MCP client must be attached to it") from exc
     with contextlib.suppress(OSError):
         os.dup2(2, 1)
+    # This process relays a client's frames, possibly large ones: give their memory back.
+    give_large_blocks_back()
     for fd in (in_fd, out_fd):
         with contextlib.suppress(OSError):
             os.set_blocking(fd, True)
