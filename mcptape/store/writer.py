@@ -22,6 +22,12 @@ that is unusable for good (damaged, full, not a database, read-only) sets
 :attr:`Writer.failed`, a one-line message; what is queued after that is counted in
 :attr:`Writer.lost`, not written.
 
+Large frames (:data:`~mcptape.largeframes.LARGE_FRAME_BYTES` and more) are written
+in a transaction of their own, in order; on SQLite the writer waits (boundedly) until
+the relay is done with the frame and then hands its bytes to SQLite
+(:mod:`mcptape.store.handoff`), and the statement lets go of its copy afterwards. The
+writer counts them in :data:`~mcptape.largeframes.LARGE` while it holds them.
+
 Closing: :meth:`Writer.close` writes everything queued before it, waiting as long
 as it takes unless given a timeout. Queuing after close is the caller's bug and
 raises :class:`~mcptape.store.errors.WriterClosedError`.
@@ -38,7 +44,6 @@ import asyncio
 import atexit
 import contextlib
 import queue
-import sqlite3
 import sys
 import threading
 import time
@@ -59,6 +64,7 @@ from mcptape.store.errors import (
     is_lock_wait,
     is_retryable,
 )
+from mcptape.store.handoff import ALONE, Handoff, probe
 from mcptape.store.operations import (
     _EVENT,
     _FLUSH,
@@ -94,27 +100,6 @@ _BUSY_STEP_MS: Final = 250
 # else) before writing it; and how often it looks.
 HANDOFF_PATIENCE_S: Final = 2.0
 HANDOFF_POLL_S: Final = 0.002
-
-
-class _Handoff:
-    """A large frame's bytes in a row, given to the database once and then let go."""
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: bytes) -> None:
-        self.data: bytes | None = data
-
-
-def _hand_over(handoff: _Handoff) -> bytes:
-    data = handoff.data
-    if data is None:  # a retry after the bytes were bound once: they are gone
-        raise ValueError("a large frame's bytes were already handed to the database and released")
-    handoff.data = None
-    return data
-
-
-# sqlite3 calls this while binding and drops what it returns right after SQLite copied it.
-sqlite3.register_adapter(_Handoff, _hand_over)
 
 
 class Writer:
@@ -449,7 +434,7 @@ class Writer:
             self._report(f"not recorded: frame {seq} of session {session_id}: {error!r}")
             return
         if sole and row[9] is frame.data:
-            row = (*row[:9], _Handoff(row[9]), *row[10:])
+            row = (*row[:9], Handoff(row[9]), *row[10:])
             frame.data = b""  # nobody else holds this Frame: its bytes now live in the row alone
             self.handoffs += 1
         del frame
@@ -464,9 +449,8 @@ class Writer:
         deadline = time.monotonic() + self._handoff_patience
         try:
             while True:
-                # The caller's local, this argument, getrefcount's argument; the bytes: the
-                # frame's attribute and getrefcount's argument.
-                if sys.getrefcount(frame) <= 3 and sys.getrefcount(frame.data) <= 2:
+                refs = probe(frame)
+                if refs[0] <= ALONE[0] and refs[1] <= ALONE[1]:
                     return True
                 if time.monotonic() >= deadline:
                     return False
