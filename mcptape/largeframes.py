@@ -36,12 +36,20 @@ def give_large_blocks_back() -> bool:
     32 MiB), and a freed block under it stays in the heap: after one 20 MiB frame
     the process keeps 20 MiB more for good. With a fixed threshold a large frame's
     memory goes back to the system when the frame is freed. Elsewhere: does nothing.
+    Done once per process, when the first large frame arrives (importing ctypes costs
+    milliseconds that a session without large frames need not pay).
     """
-    with contextlib.suppress(Exception):  # not glibc (musl, macOS): nothing to tune
-        import ctypes
+    global _tuned
+    if _tuned is None:
+        _tuned = False
+        with contextlib.suppress(Exception):  # not glibc (musl, macOS): nothing to tune
+            import ctypes
 
-        return bool(ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
-    return False
+            _tuned = bool(ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
+    return _tuned
+
+
+_tuned: bool | None = None
 
 
 class LargeFrames:

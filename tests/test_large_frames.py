@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import platform
 import sqlite3
 import threading
 import time
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcptape.frames import Frame
-from mcptape.largeframes import LARGE, LARGE_FRAME_BYTES, LargeFrames
+from mcptape.largeframes import LARGE, LARGE_FRAME_BYTES, LargeFrames, give_large_blocks_back
 from mcptape.proxy.addons import Flow
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.stdio import FdLink
@@ -190,3 +191,9 @@ def test_large_frames_held_until_the_store_opens_count_as_waiting_for_it(store: 
     assert LARGE.count == before + 1
     dropped.abandon("the store could not be opened")
     assert LARGE.count == before
+
+
+def test_glibc_is_told_once_to_give_large_blocks_back() -> None:
+    first = give_large_blocks_back()
+    assert first is give_large_blocks_back()
+    assert first == (platform.libc_ver()[0] == "glibc")

@@ -153,6 +153,7 @@ class FdLink:
                     # A large line is on its way: let the store finish the large frame it
                     # may still hold before this one is read whole (bounded; see largeframes).
                     waited = True
+                    give_large_blocks_back()
                     LARGE.wait_idle()
         except Exception as exc:  # a bug must not leave the session hanging
             why = f"error: {type(exc).__name__}: {exc}"
@@ -373,8 +374,6 @@ def open_stdio_link() -> FdLink:
         raise LinkClosed("standard output is closed: an MCP client must be attached to it") from exc
     with contextlib.suppress(OSError):
         os.dup2(2, 1)
-    # This process relays a client's frames, possibly large ones: give their memory back.
-    give_large_blocks_back()
     for fd in (in_fd, out_fd):
         with contextlib.suppress(OSError):
             os.set_blocking(fd, True)
