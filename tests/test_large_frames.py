@@ -197,3 +197,15 @@ def test_glibc_is_told_once_to_give_large_blocks_back() -> None:
     first = give_large_blocks_back()
     assert first is give_large_blocks_back()
     assert first == (platform.libc_ver()[0] == "glibc")
+
+
+def test_frame_row_carries_valid_utf8_bytes_as_they_are_and_decodes_the_rest() -> None:
+    from mcptape.store.rows import frame_row
+
+    valid = '{"jsonrpc":"2.0","method":"m","params":"é✓"}'.encode()
+    assert frame_row("s", 1, Frame(valid, "c2s"), text_bytes=True)[9:11] == (valid, None)
+    assert frame_row("s", 1, Frame(valid, "c2s"))[9:11] == (valid.decode(), None)
+    invalid = b'{"params":"\xff"}'
+    assert frame_row("s", 1, Frame(invalid, "c2s"), text_bytes=True)[9:11] == ('{"params":"\ufffd"}', invalid)
+    nul = b'{"params":"\x00"}'
+    assert frame_row("s", 1, Frame(nul, "c2s"), text_bytes=True)[9:11] == ('{"params":"\ufffd"}', nul)

@@ -46,6 +46,9 @@ FRAME_COLUMNS: Final = (
 # SQLite turns a BLOB into TEXT in place, so the bytes are not copied once more.
 TEXT_FROM_BYTES: Final = "CAST({} AS TEXT)"
 _CHECK_CHUNK: Final = 1 << 20
+# Frames from this size on are stored from their bytes (``text_bytes``); a smaller one is
+# decoded: its copy is cheap and a str is what the driver binds fastest.
+TEXT_BYTES_FROM: Final = 64 << 10
 SESSION_COLUMNS: Final = frozenset(column.name for column in sessions.columns) - {"id"}
 EVENT_COLUMNS: Final = ("session_id", "ts", "kind", "text", "data")
 

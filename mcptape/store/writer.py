@@ -79,6 +79,7 @@ from mcptape.store.operations import (
     append,
 )
 from mcptape.store.rows import (
+    TEXT_BYTES_FROM,
     frame_row,
     json_text,
     new_session_row,
@@ -482,7 +483,7 @@ class Writer:
             frame,
             pairing.method,
             pairing.request_seq,
-            text_bytes=self._statements.text_bytes,
+            text_bytes=self._statements.text_bytes and len(frame.data) >= TEXT_BYTES_FROM,
         )
         return row, [(session_id, *pair) for pair in pairing.batch_pairs]
 
