@@ -20,8 +20,9 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from mcptape.framescan import TooComplex, scan_members
 from mcptape.ids import encode_id, id_key, id_text
-from mcptape.jsontext import element_spans
+from mcptape.jsontext import compact_json, element_spans
 
 Direction = Literal["c2s", "s2c"]
 Origin = Literal["client", "server", "proxy"]
@@ -45,6 +46,7 @@ __all__ = [
     "Origin",
     "classify",
     "classify_batch",
+    "classify_large",
     "classify_message",
     "encode_id",
     "error_response",
@@ -151,6 +153,51 @@ def classify(data: bytes) -> tuple[Classification, Any]:
         return Classification("malformed"), msg
 
 
+def classify_large(data: bytes) -> Classification | None:
+    """Classify a JSON object from its top-level members, without building its value.
+
+    Exact ids and methods, the same kinds as :func:`classify`, at the cost of not
+    checking the grammar inside ``params``/``result``/``error`` (see
+    :mod:`mcptape.framescan`). None for what this does not decide (an array: a batch;
+    values too intricate to scan quickly): use :func:`classify`.
+    """
+    try:
+        members = scan_members(data)
+    except TooComplex:
+        return None
+    if members is None:
+        stripped = data.lstrip(b" \t\n\r")
+        return None if stripped.startswith(b"[") else Classification("malformed")
+    found: dict[str, bytes] = {}
+    for key, start, end in members:  # the last of duplicate keys wins, as parsers do
+        try:
+            name = json.loads(_lossy(key)) if b"\\" in key else _lossy(key[1:-1])
+        except ValueError:
+            return Classification("malformed")
+        if name in ("id", "method"):
+            found[name] = data[start:end]
+        elif name in ("result", "error"):
+            found[name] = b""
+    try:
+        rpc_id = None
+        if "id" in found:
+            text = _lossy(found["id"])
+            rpc_id = text if text[:1] not in ("{", "[") else compact_json(text)
+        method: Any = json.loads(_lossy(found["method"])) if "method" in found else None
+    except (ValueError, RecursionError):  # an id or method that is not JSON after all
+        return Classification("malformed")
+    has_id = rpc_id is not None
+    if isinstance(method, str):
+        return Classification("request", method, rpc_id) if has_id else Classification("notification", method)
+    if "method" in found:
+        return Classification("malformed", None, rpc_id)
+    if "error" in found and has_id:
+        return Classification("error", None, rpc_id)
+    if "result" in found and has_id:
+        return Classification("response", None, rpc_id)
+    return Classification("malformed", None, rpc_id)
+
+
 def classify_batch(data: bytes) -> list[Classification]:
     """Classify each element of a batch frame, with each id's exact wire text.
 
@@ -201,6 +248,13 @@ class Frame:
 
     def _ensure(self) -> Classification:
         if self._cls is None:
+            if len(self.data) > KEEP_PARSED_BYTES:
+                # A large frame is classified from its top level, never built: building
+                # a 64 MiB value costs twice that and more, only to be dropped.
+                found = classify_large(self.data)
+                if found is not None:
+                    self._cls = found
+                    return found
             self._cls, msg = classify(self.data)
             # A large frame's parsed value would stay alive, a second copy of it, for as
             # long as the frame waits to be written: parse it again if anyone asks.

@@ -102,6 +102,11 @@ def test_a_20_mb_frame_passes_and_is_recorded(db_path: Path) -> None:
         rec.kill()
     rows = query(db_path, "select direction, kind, size, length(text) from frames order by seq")
     assert rows == [("c2s", "response", len(frame), len(frame)), ("s2c", "response", len(frame), len(frame))]
+    # Stored as the exact text that was forwarded, both ways, and as text (the views read it as JSON).
+    same = query(
+        db_path, "select text = ?, typeof(text), raw is null from frames order by seq", frame.decode()
+    )
+    assert same == [(1, "text", 1), (1, "text", 1)]
 
 
 def test_burst_of_10000_frames_is_all_recorded(db_path: Path) -> None:

@@ -20,6 +20,8 @@ import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
+from mcptape.frames import KEEP_PARSED_BYTES
+from mcptape.largeframes import LARGE, LARGE_FRAME_BYTES
 from mcptape.proxy.addons import Flow, Outcome, SessionContext
 from mcptape.proxy.handshake import HELLO_METHODS, client_hello, server_hello
 
@@ -34,6 +36,13 @@ EARLY_FEW = 64  # ...unless fewer items than this are held: a handshake's few fr
 EARLY_PATIENCE = 5.0  # how long the relay waits for a store that is slow to open, then goes on
 BLOCKED_PATIENCE = 2.0  # how long the relay waits for a writer that makes no progress (a lock)
 BLOCKED_MEMORY = 256 << 20  # bytes kept in memory for a blocked writer before waiting anyway
+
+
+def _release_large(held: list[tuple[str, tuple[Any, ...]]]) -> None:
+    """Held frames are no longer counted as large frames waiting for the store."""
+    for op, args in held:
+        if op == "frame" and len(args[1].data) >= LARGE_FRAME_BYTES:
+            LARGE.finished()
 
 
 class Recorder:
@@ -72,11 +81,13 @@ class Recorder:
             self._early_bytes = 0
             for op, args in early:
                 self._apply(op, args)
+            _release_large(early)  # the writer counts them now
             self._ready.set()
 
     def abandon(self, why: str) -> None:
         """The store could not be opened: say so once, drop what was held, record nothing more."""
         with self._lock:
+            _release_large(self._early)
             self._early = []
             self._early_bytes = 0
             self._warn(why)
@@ -109,6 +120,8 @@ class Recorder:
                 self._early_since = time.monotonic()
             self._early.append((op, args))
             self._early_bytes += size
+            if op == "frame" and size >= LARGE_FRAME_BYTES:
+                LARGE.queued()  # a stdio reader waits for it as for one in the writer's queue
 
     async def _wait_ready(self, patience: float | None) -> None:
         deadline = None if patience is None else time.monotonic() + patience
@@ -202,13 +215,17 @@ class Recorder:
         if frame.direction == "c2s" and kind == "request" and not flow.injected:
             if frame.method in HELLO_METHODS and frame.rpc_id is not None:
                 self._hello_ids[frame.rpc_id] = frame.method or ""
-            if not self._client_known:
+            if not self._client_known and (frame.method in HELLO_METHODS or frame.size <= KEEP_PARSED_BYTES):
+                # Any request may name the client (2026 _meta), but a large one is not
+                # parsed for it: that would build the whole value (mcptape.frames).
                 fields = client_hello(frame.message)
                 if fields:
                     self._client_known = "client_name" in fields
                     self._put("update", (fields,), 256)
         elif frame.direction == "s2c" and kind == "response" and not flow.injected:
             method = self._hello_ids.pop(frame.rpc_id or "", None)
+            if method is None and frame.size > KEEP_PARSED_BYTES:
+                return  # a large answer to another request is not parsed for the server's name
             fields = server_hello(frame.message, method)
             if fields:
                 self._server_known = "server_name" in fields

@@ -30,6 +30,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from mcptape.frames import Direction, Frame
+from mcptape.largeframes import LARGE, LARGE_FRAME_BYTES, give_large_blocks_back
 from mcptape.proxy.framing import LineSplitter
 from mcptape.proxy.link import BEFORE_WAIT, Deliver, Ended, EventSink, LinkClosed, LinkEnd, wait_from_thread
 
@@ -110,6 +111,7 @@ class FdLink:
         splitter = LineSplitter()
         incoming = self._incoming
         why = "eof"
+        waited = False  # whether the reader waited for the store during the current line
         try:
             while True:
                 self.reading_since = time.monotonic()
@@ -130,17 +132,29 @@ class FdLink:
                             wait_from_thread(loop, pending)
                     return
                 lines = splitter.feed(chunk)
-                last = len(lines) - 1
-                for i, line in enumerate(lines):
+                del chunk
+                if lines:
+                    waited = False
+                # Lines are taken out of the list as they go: a large frame is released as
+                # soon as it is forwarded and recorded, not when the next read returns.
+                lines.reverse()
+                while lines:
                     if not self._receiving:
                         why = "stopped"
                         return
-                    _tls.more = i < last
-                    pending = deliver(Frame(line, incoming))
+                    _tls.more = len(lines) > 1
+                    pending = deliver(Frame(lines.pop(), incoming))
                     if pending is not None:
                         wait_from_thread(loop, pending)
+                        del pending
                 _tls.more = False
                 flush_held()
+                if splitter.pending() >= LARGE_FRAME_BYTES and not waited:
+                    # A large line is on its way: let the store finish the large frame it
+                    # may still hold before this one is read whole (bounded; see largeframes).
+                    waited = True
+                    give_large_blocks_back()
+                    LARGE.wait_idle()
         except Exception as exc:  # a bug must not leave the session hanging
             why = f"error: {type(exc).__name__}: {exc}"
         finally:

@@ -47,6 +47,9 @@ class Backlog:
         self._done_bytes = 0
         self._done_frames = 0
         self._released = False
+        # Bytes of a large frame the writer waits for producers to finish with (to take
+        # its bytes over): holding them back for it meanwhile would only make both wait.
+        self._yielding = 0
         self._progress = threading.Condition(threading.Lock())
         self._drainers: deque[tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = deque()
 
@@ -67,6 +70,16 @@ class Backlog:
         self._done_bytes += nbytes
         self._done_frames += nframes
         self.wake()
+
+    def yield_to_producers(self, nbytes: int) -> None:
+        """The writer thread waits for producers to finish with ``nbytes`` it has queued (0: no more).
+
+        Meanwhile the lag limit is lifted and those bytes do not count toward the bytes
+        limit: producers held back for them would keep the writer waiting.
+        """
+        self._yielding = nbytes
+        if nbytes:
+            self.wake()
 
     def release(self) -> None:
         """Nothing will be committed any more (the writer stopped or failed): nobody should wait."""
@@ -100,12 +113,16 @@ class Backlog:
         """True when the oldest row waits more than ``max_lag`` s or more than ``max_bytes`` wait."""
         if self._released:
             return False
+        if self._yielding:
+            return self._queued_bytes - self._done_bytes - self._yielding > self.max_bytes
         return self._queued_bytes - self._done_bytes > self.max_bytes or self.lag() > self.max_lag
 
     def under_half(self) -> bool:
         """Whether producers held back may go on (hysteresis: under half of both limits)."""
         if self._released:
             return True
+        if self._yielding:
+            return self._queued_bytes - self._done_bytes - self._yielding <= self.max_bytes // 2
         return self._queued_bytes - self._done_bytes <= self.max_bytes // 2 and self.lag() <= self.max_lag / 2
 
     def wait_below_limit(self, timeout: float | None = None) -> bool:

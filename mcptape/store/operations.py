@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
-from mcptape.store.rows import EVENT_COLUMNS, FRAME_COLUMNS, insert_sql
+from mcptape.store.rows import EVENT_COLUMNS, FRAME_COLUMNS, TEXT_FROM_BYTES, insert_sql
 from mcptape.store.schema import batch_replies, events, frames, sessions
 
 # Queue item tags; below _FLUSH they are rows.
@@ -23,6 +23,7 @@ _UPDATE: Final = 3
 _PAIRS: Final = 4  # built on the writer thread only
 _FLUSH: Final = 5
 _STOP: Final = 6
+_LARGE_FRAME: Final = 7  # one large frame, SQLite only; an op of the writer thread, never queued
 
 Op = tuple[int, list[Any]]  # (tag, rows): consecutive items of one kind, applied together
 
@@ -40,7 +41,19 @@ class Statements:
 
     def __init__(self, engine: sa.Engine) -> None:
         paramstyle = engine.dialect.paramstyle
-        self._frames_sql = insert_sql(frames, FRAME_COLUMNS, paramstyle)
+        self.text_bytes = engine.dialect.name == "sqlite"
+        # SQLite frames may carry their bytes as text (see rows.frame_row's text_bytes).
+        wrap = {"text": TEXT_FROM_BYTES} if self.text_bytes else None
+        self._frames_sql = insert_sql(frames, FRAME_COLUMNS, paramstyle, wrap)
+        # A large frame: inserted, then the statement is run again with NULLs and a false
+        # condition, so SQLite lets go of its copy of the frame (a prepared statement keeps
+        # its last bindings until they are replaced).
+        self._large_sql = (
+            f"INSERT INTO {frames.name} ({', '.join(FRAME_COLUMNS)}) SELECT "
+            + ", ".join(TEXT_FROM_BYTES.format("?") if c == "text" else "?" for c in FRAME_COLUMNS)
+            + " WHERE ?"
+        )
+        self._large_release = (None,) * (len(FRAME_COLUMNS) + 1)
         # psycopg's COPY writes frames about twice as fast as its executemany (bench/bench_writer.py).
         self._frames_copy = (
             f"COPY {frames.name} ({', '.join(FRAME_COLUMNS)}) FROM STDIN"
@@ -67,6 +80,14 @@ class Statements:
                     cursor.close()
             else:
                 conn.execute(frames.insert(), [dict(zip(FRAME_COLUMNS, row, strict=True)) for row in rows])
+        elif tag == _LARGE_FRAME:
+            cursor = conn.connection.cursor()
+            try:
+                for row in rows:
+                    cursor.execute(self._large_sql, (*row, 1))
+                    cursor.execute(self._large_sql, self._large_release)
+            finally:
+                cursor.close()
         elif tag == _EVENT:
             if self._events_sql is not None:
                 conn.exec_driver_sql(self._events_sql, rows)

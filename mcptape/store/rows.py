@@ -10,6 +10,7 @@ database here: :mod:`mcptape.store.writer` and :mod:`mcptape.store.engine` call 
 
 from __future__ import annotations
 
+import codecs
 import os
 import time
 import uuid
@@ -41,12 +42,25 @@ FRAME_COLUMNS: Final = (
     "meta",
     "request_seq",
 )
+# The value of ``text`` for SQLite when a row carries the frame's bytes (``text_bytes``):
+# SQLite turns a BLOB into TEXT in place, so the bytes are not copied once more.
+TEXT_FROM_BYTES: Final = "CAST({} AS TEXT)"
+_CHECK_CHUNK: Final = 1 << 20
+# Frames from this size on are stored from their bytes (``text_bytes``); a smaller one is
+# decoded: its copy is cheap and a str is what the driver binds fastest.
+TEXT_BYTES_FROM: Final = 64 << 10
 SESSION_COLUMNS: Final = frozenset(column.name for column in sessions.columns) - {"id"}
 EVENT_COLUMNS: Final = ("session_id", "ts", "kind", "text", "data")
 
 
 def frame_row(
-    session_id: str, seq: int, frame: Frame, method: str | None = None, request_seq: int | None = None
+    session_id: str,
+    seq: int,
+    frame: Frame,
+    method: str | None = None,
+    request_seq: int | None = None,
+    *,
+    text_bytes: bool = False,
 ) -> tuple[Any, ...]:
     """The ``frames`` row of a frame, in :data:`FRAME_COLUMNS` order.
 
@@ -59,17 +73,25 @@ def frame_row(
     :data:`MAX_FRAME_BYTES` keeps its first :data:`MAX_FRAME_BYTES` bytes in ``raw``
     (a view of the frame's bytes, not a copy), the first :data:`CUT_PREVIEW_BYTES` of
     them as ``text``, its full ``size`` and ``{"truncated": true}`` in ``meta``.
+
+    ``text_bytes``: when the bytes are valid UTF-8 without NUL, ``text`` is the frame's
+    bytes themselves, not a decoded copy, for a statement that casts them to text
+    (:data:`TEXT_FROM_BYTES`): decoding a 64 MiB frame costs another 64 MiB (up to four
+    times that for non-ASCII text) while it waits to be bound.
     """
     data = frame.data
     size = len(data)
     meta = frame.meta
     raw: bytes | memoryview | None = None
+    text: str | bytes
     if size > MAX_FRAME_BYTES:
         # Stored once: the cut bytes as a view of the frame (no copy) and, as text, only a
         # preview; a cut frame is no JSON any more, so the views have no use for more text.
         raw = memoryview(data)[:MAX_FRAME_BYTES]
         meta = {**meta, "truncated": True} if meta else {"truncated": True}
         text = bytes(raw[:CUT_PREVIEW_BYTES]).decode(errors="replace").replace("\x00", "\ufffd")
+    elif text_bytes and _utf8_without_nul(data):
+        text = data
     else:
         try:
             text = data.decode()
@@ -143,9 +165,33 @@ def json_text(value: object) -> str:
         return orjson.dumps(repr(value)).decode()
 
 
-def insert_sql(table: sa.Table, columns: tuple[str, ...], paramstyle: str) -> str | None:
-    """The driver-level INSERT of ``columns`` for a DB-API paramstyle, None when unsupported."""
+def insert_sql(
+    table: sa.Table, columns: tuple[str, ...], paramstyle: str, wrap: Mapping[str, str] | None = None
+) -> str | None:
+    """The driver-level INSERT of ``columns`` for a DB-API paramstyle, None when unsupported.
+
+    ``wrap`` gives an SQL template (``{}`` stands for the marker) for some columns, such
+    as :data:`TEXT_FROM_BYTES` for ``text``.
+    """
     marker = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(paramstyle)
     if marker is None:
         return None
-    return f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join([marker] * len(columns))})"
+    values = [(wrap or {}).get(column, "{}").format(marker) for column in columns]
+    return f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join(values)})"
+
+
+def _utf8_without_nul(data: bytes) -> bool:
+    """Whether ``data`` is valid UTF-8 with no NUL byte, checked without a decoded copy of it all."""
+    if b"\x00" in data:
+        return False
+    if data.isascii():
+        return True
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    try:
+        for start in range(0, len(view), _CHECK_CHUNK):
+            decoder.decode(view[start : start + _CHECK_CHUNK])
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    return True

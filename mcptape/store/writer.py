@@ -22,6 +22,12 @@ that is unusable for good (damaged, full, not a database, read-only) sets
 :attr:`Writer.failed`, a one-line message; what is queued after that is counted in
 :attr:`Writer.lost`, not written.
 
+Large frames (:data:`~mcptape.largeframes.LARGE_FRAME_BYTES` and more) are written
+in a transaction of their own, in order; on SQLite the writer waits (boundedly) until
+the relay is done with the frame and then hands its bytes to SQLite
+(:mod:`mcptape.store.handoff`), and the statement lets go of its copy afterwards. The
+writer counts them in :data:`~mcptape.largeframes.LARGE` while it holds them.
+
 Closing: :meth:`Writer.close` writes everything queued before it, waiting as long
 as it takes unless given a timeout. Queuing after close is the caller's bug and
 raises :class:`~mcptape.store.errors.WriterClosedError`.
@@ -47,6 +53,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from mcptape.frames import Frame
+from mcptape.largeframes import LARGE, LARGE_FRAME_BYTES
 from mcptape.store.backlog import Backlog, resolve
 from mcptape.store.correlation import Correlator
 from mcptape.store.errors import (
@@ -57,10 +64,12 @@ from mcptape.store.errors import (
     is_lock_wait,
     is_retryable,
 )
+from mcptape.store.handoff import ALONE, Handoff, probe
 from mcptape.store.operations import (
     _EVENT,
     _FLUSH,
     _FRAME,
+    _LARGE_FRAME,
     _PAIRS,
     _SESSION,
     _STOP,
@@ -70,6 +79,7 @@ from mcptape.store.operations import (
     append,
 )
 from mcptape.store.rows import (
+    TEXT_BYTES_FROM,
     frame_row,
     json_text,
     new_session_row,
@@ -87,6 +97,10 @@ LINGER_S: Final = 0.02
 MAX_LAG_S: Final = 0.1
 MAX_BACKLOG_BYTES: Final = 64 << 20
 _BUSY_STEP_MS: Final = 250
+# How long the writer waits for a large frame to be forwarded (and dropped by everyone
+# else) before writing it; and how often it looks.
+HANDOFF_PATIENCE_S: Final = 2.0
+HANDOFF_POLL_S: Final = 0.002
 
 
 class Writer:
@@ -100,8 +114,11 @@ class Writer:
         batch_size: int = 1000,
         max_lag: float = MAX_LAG_S,
         max_backlog_bytes: int = MAX_BACKLOG_BYTES,
+        handoff_patience: float = HANDOFF_PATIENCE_S,
     ) -> None:
         self.frames_written = 0
+        self.handoffs = 0  # large frames whose bytes the writer released before SQLite built the row
+        self._handoff_patience = handoff_patience
         self.errors: list[str] = []
         self.failed: str | None = None
         self.lost = 0  # rows not written because the database failed for good
@@ -137,9 +154,24 @@ class Writer:
         return str(row["id"])
 
     def add_frame(self, session_id: str, seq: int, frame: Frame) -> None:
-        """Queue a frame (not copied: do not change it afterwards); returns at once."""
+        """Queue a frame (not copied: do not change it afterwards); returns at once.
+
+        A large frame (see :mod:`mcptape.largeframes`) that the writer ends up holding
+        alone (forwarded, and nobody else keeps the :class:`Frame`) is emptied on the
+        writer thread: its bytes go to the database and are released before SQLite
+        builds its row, so the frame is not in memory three times at once.
+        """
         # The row is built on the writer thread: the producer only pays for the enqueue.
-        self._put((_FRAME, (session_id, seq, frame), len(frame.data)), frame=True)
+        size = len(frame.data)
+        large = size >= LARGE_FRAME_BYTES
+        if large:
+            LARGE.queued()
+        try:
+            self._put((_FRAME, (session_id, seq, frame), size), frame=True)
+        except BaseException:
+            if large:
+                LARGE.finished()
+            raise
 
     def add_event(
         self,
@@ -185,6 +217,8 @@ class Writer:
                 item[1]()
             elif item[0] < _FLUSH:
                 late += 1
+                if item[0] == _FRAME and item[2] >= LARGE_FRAME_BYTES:
+                    LARGE.finished()
         if late:
             self._late_items += late
             self._report(
@@ -288,9 +322,10 @@ class Writer:
             while True:
                 batch = self._take(block=not stopping)
                 if batch:
-                    self._apply(batch)
-                    stopping = stopping or batch[-1][0] == _STOP
-                    if not stopping and len(batch) < self._batch_size:
+                    last, full = batch[-1][0], len(batch) >= self._batch_size
+                    self._apply(batch)  # empties the list: nothing is held while waiting
+                    stopping = stopping or last == _STOP
+                    if not stopping and not full:
                         time.sleep(LINGER_S)
                 if stopping and self._queue.empty():
                     # From here on a producer that raced close() takes its item back itself;
@@ -324,10 +359,27 @@ class Writer:
         return batch
 
     def _apply(self, batch: list[tuple[Any, ...]]) -> None:
+        """Write a batch in order, taking the items out of ``batch`` as it goes."""
         ops: list[Op] = []
         flushers: list[Callable[[], None]] = []
-        nbytes = nrows = nframes = 0
-        for item in batch:
+        nbytes = nrows = nframes = large = 0
+        batch.reverse()
+        while batch:
+            # No local names the item: a large frame's references must be the writer's alone.
+            size = batch[-1][2] if batch[-1][0] == _FRAME else 0
+            if size >= LARGE_FRAME_BYTES:
+                large += 1
+                if self._statements.text_bytes and self.failed is None:
+                    # A transaction of its own, in order: what was queued before goes first.
+                    if ops:
+                        self._write(ops)
+                        ops = []
+                    nbytes += size
+                    nrows += 1
+                    nframes += 1
+                    self._write_large(batch)
+                    continue
+            item = batch.pop()
             tag = item[0]
             if tag >= _FLUSH:
                 if tag == _FLUSH:
@@ -345,6 +397,7 @@ class Writer:
                 append(ops, _FRAME, row)
                 for pair in pairs:
                     append(ops, _PAIRS, pair)
+                del row, pairs
                 continue
             if tag == _UPDATE and "ended_at" in item[1][1]:
                 self._correlator.forget(item[1][0])
@@ -352,14 +405,62 @@ class Writer:
                 ops.append((tag, [item[1]]))
             else:
                 append(ops, tag, item[1])
+        item = ()  # the last item is not kept alive while the batch is written
         if ops:
             if self.failed is None:
                 self._write(ops)
             else:
                 self.lost += sum(len(rows) for tag, rows in ops if tag != _PAIRS)
+            ops.clear()
         self._backlog.committed(nrows, nbytes, nframes)
+        for _ in range(large):
+            LARGE.finished()
         for flushed in flushers:
             flushed()
+
+    def _write_large(self, batch: list[tuple[Any, ...]]) -> None:
+        """Write the large frame at the end of ``batch`` (taken out of it) in a transaction of its own.
+
+        When the writer holds the frame alone (it has been forwarded and nobody else
+        keeps it), its bytes move into the row and go to SQLite, which copies them when
+        binding: they are freed before SQLite builds the row. Peak: about twice the
+        frame, not three times. Otherwise (still being forwarded after
+        ``handoff_patience``, kept by someone) it is written without that.
+        """
+        session_id, seq, frame = batch.pop()[1]
+        sole = self._sole_owner(frame)
+        try:
+            row, pairs = self._frame_row(session_id, seq, frame)
+        except Exception as error:  # not a Frame at all: a caller's bug, not a reason to stop
+            self._report(f"not recorded: frame {seq} of session {session_id}: {error!r}")
+            return
+        if sole and row[9] is frame.data:
+            row = (*row[:9], Handoff(row[9]), *row[10:])
+            frame.data = b""  # nobody else holds this Frame: its bytes now live in the row alone
+            self.handoffs += 1
+        del frame
+        ops: list[Op] = [(_LARGE_FRAME, [row])]
+        del row
+        for pair in pairs:
+            append(ops, _PAIRS, pair)
+        self._write(ops)
+
+    def _sole_owner(self, frame: Frame) -> bool:
+        """Wait (at most ``handoff_patience``) until the writer's references are the only ones to ``frame``."""
+        deadline = time.monotonic() + self._handoff_patience
+        try:
+            while True:
+                refs = probe(frame)
+                if refs[0] <= ALONE[0] and refs[1] <= ALONE[1]:
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
+                # A relay held back by the store's back-pressure would keep the frame (it
+                # forwards after the wait): let it go on while the writer waits for it.
+                self._backlog.yield_to_producers(len(frame.data))
+                time.sleep(HANDOFF_POLL_S)
+        finally:
+            self._backlog.yield_to_producers(0)
 
     def _frame_row(
         self, session_id: str, seq: int, frame: Frame
@@ -376,13 +477,20 @@ class Writer:
             frame.message if kind == "batch" else None,
             replaces if isinstance(replaces, int) else None,
         )
-        row = frame_row(session_id, seq, frame, pairing.method, pairing.request_seq)
+        row = frame_row(
+            session_id,
+            seq,
+            frame,
+            pairing.method,
+            pairing.request_seq,
+            text_bytes=self._statements.text_bytes and len(frame.data) >= TEXT_BYTES_FROM,
+        )
         return row, [(session_id, *pair) for pair in pairing.batch_pairs]
 
     def _write(self, ops: list[Op]) -> None:
         error = self._attempt(ops)
         if error is None:
-            self.frames_written += sum(len(rows) for tag, rows in ops if tag == _FRAME)
+            self.frames_written += sum(len(rows) for tag, rows in ops if tag in (_FRAME, _LARGE_FRAME))
             return
         if self.failed is not None:
             self.lost += sum(len(rows) for tag, rows in ops if tag != _PAIRS)
@@ -396,7 +504,7 @@ class Writer:
                     continue
                 single_error = self._attempt([(tag, [row])])
                 if single_error is None:
-                    self.frames_written += tag == _FRAME
+                    self.frames_written += tag in (_FRAME, _LARGE_FRAME)
                 elif tag != _PAIRS and self.failed is None:
                     lost += 1
                     self._report(f"not recorded: {describe_error(single_error, self._where)}")
