@@ -399,3 +399,18 @@ def test_rounds_mcptape_retried_when_recording_are_redriven_with_the_live_reques
     # The last round's answer is the final result, compared with the recorded one.
     final = next(m for m in reversed(replayed) if m.get("id") == retries[-1]["id"] and "result" in m)
     assert "Ada goes to Oslo" in json.dumps(final["result"])
+
+
+def test_the_diff_report_escapes_what_could_drive_the_terminal(db: Path, tmp_path: Path) -> None:
+    exported = tmp_path / "demo.jsonl"
+    assert mcptape("export", "demo", "--db", str(db), "-o", str(exported)).returncode == 0
+    # The recorded weather answer names the city with a bidi override and a C1 CSI (JSON
+    # escapes inside the frame text, itself a JSON string in the export).
+    text = exported.read_text(encoding="utf-8")
+    hostile = text.replace("Lisbon", "Lis\\\\u202e\\\\u009b2Jbon")
+    assert hostile != text
+    exported.write_text(hostile, encoding="utf-8")
+    proc = mcptape("replay", "--file", str(exported), "--", *DEMO)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "\u202e" not in proc.stdout and "\x9b" not in proc.stdout
+    assert "\\u202e" in proc.stdout

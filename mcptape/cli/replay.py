@@ -181,13 +181,14 @@ def _run(
     import asyncio
     import json
 
+    from mcptape.cli.safe_text import safe
     from mcptape.replay.compare import format_session, report_json, report_junit, summary_line
     from mcptape.replay.run import replay_tape
 
     async def main() -> list[Replayed]:
         done = []
         for tape in tapes:
-            click.echo(f"mcptape: replaying {tape.source} ({len(tape.exchanges)} exchanges)", err=True)
+            click.echo(safe(f"mcptape: replaying {tape.source} ({len(tape.exchanges)} exchanges)"), err=True)
             replayed = await replay_tape(tape, plan)
             done.append(replayed)
             if replayed.interrupted_by is not None:
@@ -197,8 +198,9 @@ def _run(
     outcomes = asyncio.run(main())
     results = [o.result for o in outcomes]
     for result in results:
+        # Method and tool names and values come from the recording and the server.
         for line in format_session(result):
-            click.echo(line)
+            click.echo(safe(line))
     click.echo(summary_line(results))
     writes = []
     if report:

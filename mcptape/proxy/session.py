@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,6 +21,7 @@ from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.recording import BackgroundStore, SessionRow
 from mcptape.proxy.relay import Relay
 from mcptape.proxy.stdio import open_stdio_link
+from mcptape.say import say as _say
 
 if TYPE_CHECKING:
     from mcptape.rules import Rules
@@ -47,10 +47,6 @@ class RecordPlan:
     # A remote upstream (``record --url``): makes the server-facing link instead of spawning argv.
     upstream_link: Callable[[], Link] | None = None
     transport: str = "stdio->stdio"
-
-
-def _say(message: str) -> None:
-    print(f"mcptape: {message}", file=sys.stderr, flush=True)
 
 
 def _redacted(argv: list[str], description: str) -> tuple[list[str], str]:

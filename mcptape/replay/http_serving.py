@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 import time
 from concurrent.futures import Executor
 from typing import Any, Final
@@ -31,13 +30,10 @@ from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.relay import Relay
 from mcptape.replay.mock import TapeServer
 from mcptape.replay.serving import ServePlan, strict_failures
+from mcptape.say import say as _say
 
 NAME: Final = "tape"
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-def _say(message: str) -> None:
-    print(f"mcptape: {message}", file=sys.stderr, flush=True)
 
 
 class ServeStore(GatewayStore):

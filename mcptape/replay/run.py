@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from mcptape.replay.compare import SessionResult, compare_tapes
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.player import TapePlayer
 from mcptape.replay.tape import Tape, TapeFrame
+from mcptape.say import say as _say
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 PROGRESS_EVERY = 250
@@ -61,10 +61,6 @@ class Replayed:
     result: SessionResult
     frames: list[TapeFrame]
     interrupted_by: int | None = None
-
-
-def _say(message: str) -> None:
-    print(f"mcptape: {message}", file=sys.stderr, flush=True)
 
 
 def _progress(source: str, total: int) -> Callable[[int, int], None] | None:

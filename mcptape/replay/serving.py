@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from dataclasses import dataclass, field
 
 from mcptape.proxy.addons import AddonManager, SessionContext
@@ -22,6 +21,7 @@ from mcptape.proxy.stdio import open_stdio_link
 from mcptape.replay.mock import TapeServer
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.tape import Tape
+from mcptape.say import say as _say
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -39,10 +39,6 @@ class ServePlan:
     forward_cwd: str | None = None
     normaliser: Normaliser = field(default_factory=Normaliser)
     grace: float = 2.0
-
-
-def _say(message: str) -> None:
-    print(f"mcptape: {message}", file=sys.stderr, flush=True)
 
 
 async def run_serve(plan: ServePlan, client: Link | None = None) -> int:

@@ -1,0 +1,17 @@
+"""mcptape's own lines on stderr: ``mcptape: MESSAGE``, escaped for the terminal.
+
+Messages quote what servers and recordings control (tool names, error texts, sources,
+commands): :func:`say` escapes control characters and bidi overrides in the whole line
+(:mod:`mcptape.cli.safe_text`), so such a message can never drive the terminal.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from mcptape.cli.safe_text import safe
+
+
+def say(message: str) -> None:
+    """Print ``mcptape: MESSAGE`` on stderr, one line, flushed."""
+    print(f"mcptape: {safe(message)}", file=sys.stderr, flush=True)
