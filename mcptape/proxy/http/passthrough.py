@@ -18,6 +18,7 @@ event. Tokens are never minted or swapped.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -36,6 +37,27 @@ from mcptape.proxy.recorder import Recorder
 
 MAX_JSON_COPY = 64 << 20
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+
+# aiohttp adds these when a request lacks them; a forwarded request carries the client's own.
+# (Accept-Encoding above all: asking for gzip would hand the recorder compressed bytes.)
+NO_AUTO_HEADERS = ("Accept", "Accept-Encoding", "Content-Type", "User-Agent")
+_DROP = (TOKEN_HEADER, "accept-encoding")
+_DROP_AUTH = (*_DROP, "authorization")
+
+
+def upstream_headers(
+    client: Iterable[tuple[str, str]], strip_auth: bool, configured: dict[str, str]
+) -> list[tuple[str, str]]:
+    """The client's headers as sent upstream: end-to-end only, the gateway's token gone (and
+    ``Authorization`` when it carried that token), the config entry's headers in place of the
+    client's of the same name. Repeated headers stay repeated."""
+    headers = end_to_end(client, _DROP_AUTH if strip_auth else _DROP)
+    if configured:
+        names = {name.lower() for name in configured}
+        headers = [(k, v) for k, v in headers if k.lower() not in names]
+        headers.extend(configured.items())
+    return headers
 
 
 class _HeadersWithFirstChunk(web.StreamResponse):
@@ -88,12 +110,16 @@ class PassThrough:
         self.sessions: dict[str, PassSession] = {}
         self._http: Any = None
 
-    async def _client(self) -> Any:
+    def _client(self) -> Any:
         import aiohttp
 
         if self._http is None:
             timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
-            self._http = aiohttp.ClientSession(timeout=timeout, auto_decompress=False)
+            # No pool limit: each upstream connection stands for a client's (a GET stream
+            # holds one for as long as it is open), so a cap would stall every later request
+            # once that many streams are open.
+            connector = aiohttp.TCPConnector(limit=0)
+            self._http = aiohttp.ClientSession(timeout=timeout, auto_decompress=False, connector=connector)
         return self._http
 
     def _session(self, key: str, name: str, spec: UpstreamSpec) -> PassSession:
@@ -106,11 +132,6 @@ class PassThrough:
         session.last_active = time.monotonic()
         return session
 
-    async def _record(self, session: PassSession, frame: Frame) -> None:
-        pending = session.recorder.frame_done(Flow(frame))
-        if pending is not None:
-            await pending
-
     def end(self, key: str, status: str, why: str) -> None:
         session = self.sessions.pop(key, None)
         if session is not None:
@@ -122,20 +143,24 @@ class PassThrough:
         self, request: web.Request, name: str, spec: UpstreamSpec, strip_auth: bool, gateway_url: str
     ) -> web.StreamResponse:
         assert spec.url is not None
-        http = await self._client()
+        http = self._http or self._client()
         body = await request.read() if request.method == "POST" else None
-        drop = [TOKEN_HEADER, "accept-encoding", *(["authorization"] if strip_auth else [])]
-        headers = dict(end_to_end(request.headers.items(), drop))
-        headers.update(expand_headers(spec.headers))
+        headers = upstream_headers(request.headers.items(), strip_auth, expand_headers(spec.headers))
         key_sid = request.headers.get(SESSION_ID)
         upstream = await http.request(
-            request.method, spec.url, data=body, headers=headers, allow_redirects=False
+            request.method,
+            spec.url,
+            data=body,
+            headers=headers,
+            allow_redirects=False,
+            skip_auto_headers=NO_AUTO_HEADERS,
         )
         sid = key_sid or upstream.headers.get(SESSION_ID)
         key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
         session = self._session(key, name, spec)
+        recorder = session.recorder
         if sid and not key_sid:
-            session.recorder.event(
+            recorder.event(
                 session.context, "http_session", f"the server minted session {sid}", {"session_id": sid}
             )
         meta = {
@@ -147,7 +172,10 @@ class PassThrough:
             c2s = Frame(
                 body, "c2s", meta={**meta, "headers": that_matter(request.headers.items(), self.redact_names)}
             )
-            await self._record(session, c2s)
+            # Back-pressure from the store is awaited only when the writer is behind.
+            pending = recorder.frame_done(Flow(c2s))
+            if pending is not None:
+                await pending
         out_headers = end_to_end(upstream.headers.items())
         edited = []
         for i, (k, v) in enumerate(out_headers):
@@ -159,7 +187,7 @@ class PassThrough:
         kind = _HeadersWithFirstChunk if request.method == "POST" else web.StreamResponse
         response = kind(status=upstream.status, reason=upstream.reason, headers=out_headers)
         for _, old, new in edited:
-            session.recorder.event(
+            recorder.event(
                 session.context, "proxy_edit", "WWW-Authenticate resource_metadata", {"from": old, "to": new}
             )
         s2c_meta = {
@@ -173,12 +201,14 @@ class PassThrough:
             if ctype.startswith("text/event-stream"):
                 parser = SseParser()
                 async for chunk in upstream.content.iter_any():
+                    # The bytes go out first; the copy is parsed and recorded after.
                     await response.write(chunk)
                     for event in parser.feed(chunk):
                         if event.event == "message" and event.data:
-                            await self._record(
-                                session, Frame(event.data, "s2c", meta={**s2c_meta, "event_id": event.id})
-                            )
+                            frame = Frame(event.data, "s2c", meta={**s2c_meta, "event_id": event.id})
+                            pending = recorder.frame_done(Flow(frame))
+                            if pending is not None:
+                                await pending
             else:
                 copy = bytearray()
                 async for chunk in upstream.content.iter_any():
@@ -186,7 +216,9 @@ class PassThrough:
                     if len(copy) < MAX_JSON_COPY:
                         copy += chunk
                 if copy.strip() and ctype.startswith("application/json"):
-                    await self._record(session, Frame(bytes(copy), "s2c", meta=s2c_meta))
+                    pending = recorder.frame_done(Flow(Frame(bytes(copy), "s2c", meta=s2c_meta)))
+                    if pending is not None:
+                        await pending
         finally:
             upstream.release()
         await response.write_eof()
@@ -201,7 +233,7 @@ class PassThrough:
     ) -> web.Response:
         """The upstream's protected-resource metadata, its ``resource`` pointed at the gateway."""
         assert spec.url is not None
-        http = await self._client()
+        http = self._http or self._client()
         async with http.get(metadata_url(spec.url), allow_redirects=False) as upstream:
             body = await upstream.read()
             headers = dict(end_to_end(upstream.headers.items(), ["content-encoding"]))
