@@ -9,6 +9,11 @@ chunk as it arrives, never buffered nor decompressed (``Accept-Encoding`` is not
 forwarded, so a copy can be parsed for the recording). One recorded session per
 upstream session id (per client connection when there is none).
 
+Upstream requests go through :class:`~mcptape.proxy.http.h1client.H1Client` (kept-alive
+connections, exactly the client's end-to-end headers, nothing added); each answer's
+bytes are written to the client before its copy is parsed and queued for the recorder,
+which never makes forwarding wait unless the store is ~100 ms behind.
+
 OAuth: a 401's ``WWW-Authenticate`` and the protected-resource metadata pass through,
 with their ``resource_metadata`` URL and ``resource`` field pointed at the gateway (an
 OAuth client rejects a document naming another origin): the one edit, recorded as an
@@ -30,6 +35,7 @@ from mcptape.config import UpstreamSpec
 from mcptape.frames import Frame
 from mcptape.proxy.addons import Outcome, SessionContext
 from mcptape.proxy.flow import Flow
+from mcptape.proxy.http.h1client import H1Client, UpstreamError
 from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, that_matter
 from mcptape.proxy.http.security import TOKEN_HEADER
 from mcptape.proxy.http.sse import SseParser
@@ -39,9 +45,6 @@ MAX_JSON_COPY = 64 << 20
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
-# aiohttp adds these when a request lacks them; a forwarded request carries the client's own.
-# (Accept-Encoding above all: asking for gzip would hand the recorder compressed bytes.)
-NO_AUTO_HEADERS = ("Accept", "Accept-Encoding", "Content-Type", "User-Agent")
 _DROP = (TOKEN_HEADER, "accept-encoding")
 _DROP_AUTH = (*_DROP, "authorization")
 
@@ -108,18 +111,11 @@ class PassThrough:
         self.pool = pool
         self.redact_names = redact_names
         self.sessions: dict[str, PassSession] = {}
-        self._http: Any = None
+        self._http: H1Client | None = None
 
-    def _client(self) -> Any:
-        import aiohttp
-
+    def _client(self) -> H1Client:
         if self._http is None:
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
-            # No pool limit: each upstream connection stands for a client's (a GET stream
-            # holds one for as long as it is open), so a cap would stall every later request
-            # once that many streams are open.
-            connector = aiohttp.TCPConnector(limit=0)
-            self._http = aiohttp.ClientSession(timeout=timeout, auto_decompress=False, connector=connector)
+            self._http = H1Client(connect_timeout=10.0)
         return self._http
 
     def _session(self, key: str, name: str, spec: UpstreamSpec) -> PassSession:
@@ -147,15 +143,8 @@ class PassThrough:
         body = await request.read() if request.method == "POST" else None
         headers = upstream_headers(request.headers.items(), strip_auth, expand_headers(spec.headers))
         key_sid = request.headers.get(SESSION_ID)
-        upstream = await http.request(
-            request.method,
-            spec.url,
-            data=body,
-            headers=headers,
-            allow_redirects=False,
-            skip_auto_headers=NO_AUTO_HEADERS,
-        )
-        sid = key_sid or upstream.headers.get(SESSION_ID)
+        upstream = await http.request(request.method, spec.url, headers, body)
+        sid = key_sid or upstream.head.get(SESSION_ID) or None
         key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
         session = self._session(key, name, spec)
         recorder = session.recorder
@@ -176,7 +165,7 @@ class PassThrough:
             pending = recorder.frame_done(Flow(c2s))
             if pending is not None:
                 await pending
-        out_headers = end_to_end(upstream.headers.items())
+        out_headers = end_to_end(upstream.headers)
         edited = []
         for i, (k, v) in enumerate(out_headers):
             if k.lower() == "www-authenticate" and "resource_metadata" in v:
@@ -193,14 +182,14 @@ class PassThrough:
         s2c_meta = {
             **meta,
             "status": upstream.status,
-            "headers": that_matter(upstream.headers.items(), self.redact_names),
+            "headers": that_matter(upstream.headers, self.redact_names),
         }
         await response.prepare(request)
-        ctype = upstream.headers.get("Content-Type", "")
+        ctype = upstream.head.get("Content-Type")
         try:
             if ctype.startswith("text/event-stream"):
                 parser = SseParser()
-                async for chunk in upstream.content.iter_any():
+                async for chunk in upstream.chunks():
                     # The bytes go out first; the copy is parsed and recorded after.
                     await response.write(chunk)
                     for event in parser.feed(chunk):
@@ -211,7 +200,7 @@ class PassThrough:
                                 await pending
             else:
                 copy = bytearray()
-                async for chunk in upstream.content.iter_any():
+                async for chunk in upstream.chunks():
                     await response.write(chunk)
                     if len(copy) < MAX_JSON_COPY:
                         copy += chunk
@@ -219,6 +208,12 @@ class PassThrough:
                     pending = recorder.frame_done(Flow(Frame(bytes(copy), "s2c", meta=s2c_meta)))
                     if pending is not None:
                         await pending
+        except UpstreamError as exc:
+            # Too late for a 502: the client's stream is cut as the upstream cut ours.
+            recorder.event(session.context, "error", f"the upstream's answer broke off: {exc}", None)
+            if request.transport is not None:
+                request.transport.abort()
+            return response
         finally:
             upstream.release()
         await response.write_eof()
@@ -234,13 +229,16 @@ class PassThrough:
         """The upstream's protected-resource metadata, its ``resource`` pointed at the gateway."""
         assert spec.url is not None
         http = self._http or self._client()
-        async with http.get(metadata_url(spec.url), allow_redirects=False) as upstream:
-            body = await upstream.read()
-            headers = dict(end_to_end(upstream.headers.items(), ["content-encoding"]))
-            rewritten = rewrite_resource(body, gateway_url) if upstream.status == 200 else None
-            return web.Response(
-                status=upstream.status, body=rewritten if rewritten is not None else body, headers=headers
-            )
+        upstream = await http.request("GET", metadata_url(spec.url), [("Accept", "application/json")], None)
+        try:
+            body = b"".join([chunk async for chunk in upstream.chunks()])
+        finally:
+            upstream.release()
+        headers = dict(end_to_end(upstream.headers, ["content-encoding"]))
+        rewritten = rewrite_resource(body, gateway_url) if upstream.status == 200 else None
+        return web.Response(
+            status=upstream.status, body=rewritten if rewritten is not None else body, headers=headers
+        )
 
     def sweep(self, idle_timeout: float) -> None:
         now = time.monotonic()
