@@ -17,7 +17,7 @@ import asyncio
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import Final
+from typing import Final, cast
 from urllib.parse import urlsplit
 
 from mcptape.proxy.http.h1parse import ResponseError, ResponseHead, ResponseParser
@@ -52,8 +52,8 @@ class _Connection(asyncio.Protocol):
     # -- protocol callbacks ---------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # Not an isinstance test: other loops' transports (uvloop's) are not asyncio.Transport subclasses.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         parser = self.parser
@@ -189,6 +189,22 @@ class Response:
             if not data:  # END
                 return
             yield data
+
+    async def next_chunk(self) -> tuple[bytes, bool]:
+        """The next body bytes (all that arrived meanwhile) and whether the body ends with them.
+
+        Knowing that the body ends lets the caller send its last bytes and its own end in
+        one write (an answer that came in one packet leaves in one).
+        """
+        conn = self._conn
+        data = await conn.read()
+        if not data:
+            return b"", True
+        body = conn.body
+        if len(body) == 1 and not body[0]:
+            body.popleft()
+            return data, True
+        return data, False
 
     def release(self) -> None:
         """Give the connection back for reuse when the body was read to its end; else close it."""

@@ -186,28 +186,32 @@ class PassThrough:
         }
         await response.prepare(request)
         ctype = upstream.head.get("Content-Type")
+        parser = SseParser() if ctype.startswith("text/event-stream") else None
+        copy = bytearray()
         try:
-            if ctype.startswith("text/event-stream"):
-                parser = SseParser()
-                async for chunk in upstream.chunks():
-                    # The bytes go out first; the copy is parsed and recorded after.
+            while True:
+                chunk, last = await upstream.next_chunk()
+                # The bytes go out first (the last ones with the end of the response, in one
+                # write); the copy is parsed and recorded after.
+                if last:
+                    await response.write_eof(chunk)
+                else:
                     await response.write(chunk)
+                if parser is not None:
                     for event in parser.feed(chunk):
                         if event.event == "message" and event.data:
                             frame = Frame(event.data, "s2c", meta={**s2c_meta, "event_id": event.id})
                             pending = recorder.frame_done(Flow(frame))
                             if pending is not None:
                                 await pending
-            else:
-                copy = bytearray()
-                async for chunk in upstream.chunks():
-                    await response.write(chunk)
-                    if len(copy) < MAX_JSON_COPY:
-                        copy += chunk
-                if copy.strip() and ctype.startswith("application/json"):
-                    pending = recorder.frame_done(Flow(Frame(bytes(copy), "s2c", meta=s2c_meta)))
-                    if pending is not None:
-                        await pending
+                elif len(copy) < MAX_JSON_COPY:
+                    copy += chunk
+                if last:
+                    break
+            if parser is None and copy.strip() and ctype.startswith("application/json"):
+                pending = recorder.frame_done(Flow(Frame(bytes(copy), "s2c", meta=s2c_meta)))
+                if pending is not None:
+                    await pending
         except UpstreamError as exc:
             # Too late for a 502: the client's stream is cut as the upstream cut ours.
             recorder.event(session.context, "error", f"the upstream's answer broke off: {exc}", None)
