@@ -102,3 +102,8 @@ def test_a_connection_closed_mid_answer_is_a_response_error() -> None:
 def test_a_huge_head_is_refused() -> None:
     with pytest.raises(ResponseError, match="larger than"):
         ResponseParser().feed(b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 20_000)
+
+
+def test_a_non_ascii_header_value_is_read_as_utf8() -> None:
+    head = parse_head("HTTP/1.1 200 OK\r\nX-Name: café".encode())
+    assert head.get("x-name") == "café"

@@ -221,18 +221,13 @@ class H1Client:
         self.connect_timeout = connect_timeout
         self._idle: dict[Origin, list[_Connection]] = {}
         self._ssl: ssl.SSLContext | None = None
+        self._targets: dict[str, tuple[Origin, str, str]] = {}
 
     async def request(
         self, method: str, url: str, headers: list[tuple[str, str]], body: bytes | None
     ) -> Response:
         """Send a request (exactly these headers, plus Host and Content-Length); UpstreamError on failure."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UpstreamError(f"cannot forward to {url!r}: not an http(s) URL")
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        origin: Origin = (parts.scheme, parts.hostname, port)
-        host = parts.netloc.rpartition("@")[2]
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        origin, host, target = self._targets.get(url) or self._target(url)
         lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
         for name, value in headers:
             if "\r" in value or "\n" in value or "\r" in name or "\n" in name or ":" in name:
@@ -240,7 +235,7 @@ class H1Client:
             lines.append(f"{name}: {value}")
         if body is not None:
             lines.append(f"Content-Length: {len(body)}")
-        raw = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+        raw = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8", "surrogateescape")
         if body:
             raw += body
         head_request = method == "HEAD"
@@ -257,6 +252,22 @@ class H1Client:
                 conn.abort()
                 raise
             return Response(self, origin, conn, head)
+
+    def _target(self, url: str) -> tuple[Origin, str, str]:
+        """Where a URL's requests go: (scheme, host, port), the Host header, the request target."""
+        try:
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError as exc:
+            raise UpstreamError(f"cannot forward to {url!r}: {exc}") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UpstreamError(f"cannot forward to {url!r}: not an http(s) URL")
+        origin: Origin = (parts.scheme, parts.hostname, port)
+        host = parts.netloc.rpartition("@")[2]
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        if len(self._targets) < 1024:  # a gateway has a handful of upstream URLs
+            self._targets[url] = (origin, host, target)
+        return origin, host, target
 
     async def _connection(self, origin: Origin) -> tuple[_Connection, bool]:
         idle = self._idle.get(origin)

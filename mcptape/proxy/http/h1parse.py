@@ -42,24 +42,25 @@ class ResponseHead:
 
 def parse_head(raw: bytes) -> ResponseHead:
     """A response head (without its blank line) as a :class:`ResponseHead`; ResponseError if malformed."""
-    lines = raw.split(b"\r\n")
-    version, _, rest = lines[0].partition(b" ")
-    code, _, reason = rest.partition(b" ")
-    if version not in (b"HTTP/1.1", b"HTTP/1.0") or len(code) != 3 or not code.isdigit():
+    # One decode for the whole head, then plain str work. UTF-8 as aiohttp reads (and writes)
+    # header values, so a non-ASCII value crosses unchanged.
+    lines = raw.decode("utf-8", "surrogateescape").split("\r\n")
+    version, _, rest = lines[0].partition(" ")
+    code, _, reason = rest.partition(" ")
+    if version not in ("HTTP/1.1", "HTTP/1.0") or len(code) != 3 or not code.isdigit():
         raise ResponseError(f"not an HTTP/1.1 status line: {lines[0][:80]!r}")
     headers: list[tuple[str, str]] = []
-    close = version == b"HTTP/1.0"
+    close = version == "HTTP/1.0"
     for line in lines[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep or not name or name != name.strip():
+        name, sep, value = line.partition(":")
+        if not sep or not name or name[-1] in " \t" or name[0] in " \t":
             raise ResponseError(f"malformed header line: {line[:80]!r}")
-        text = value.strip().decode("latin-1")
-        key = name.decode("latin-1")
-        headers.append((key, text))
-        if key.lower() == "connection":
-            tokens = {t.strip().lower() for t in text.split(",")}
+        value = value.strip()
+        headers.append((name, value))
+        if len(name) == 10 and name.lower() == "connection":
+            tokens = {t.strip().lower() for t in value.split(",")}
             close = "close" in tokens or (close and "keep-alive" not in tokens)
-    return ResponseHead(int(code), reason.decode("latin-1"), headers, not close)
+    return ResponseHead(int(code), reason, headers, not close)
 
 
 class ResponseParser:
