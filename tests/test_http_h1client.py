@@ -70,8 +70,11 @@ def test_exactly_the_given_headers_go_out_and_connections_are_reused() -> None:
 
 def test_a_streamed_answer_arrives_piece_by_piece_before_it_ends() -> None:
     release = asyncio.Event()
+    was_sent = asyncio.Event()
+    sent_calls: list[int] = []
 
     async def stream(request: web.Request) -> web.StreamResponse:
+        await was_sent.wait()  # the client's `sent` ran before it waited for this answer
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         await response.write(b"data: first\n\n")
@@ -84,7 +87,15 @@ def test_a_streamed_answer_arrives_piece_by_piece_before_it_ends() -> None:
         runner, url, _ = await serve(stream)
         client = H1Client()
         try:
-            response = await client.request("GET", url, [("Accept", "text/event-stream")], None)
+
+            def sent() -> None:
+                sent_calls.append(1)
+                was_sent.set()
+
+            response = await asyncio.wait_for(
+                client.request("GET", url, [("Accept", "text/event-stream")], None, sent=sent), 5
+            )
+            assert sent_calls == [1]
             assert await asyncio.wait_for(response.next_chunk(), 5) == (b"data: first\n\n", False)
             release.set()
             rest = b"".join([c async for c in response.chunks()])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Final, cast
 from urllib.parse import urlsplit
 
@@ -224,9 +224,18 @@ class H1Client:
         self._targets: dict[str, tuple[Origin, str, str]] = {}
 
     async def request(
-        self, method: str, url: str, headers: list[tuple[str, str]], body: bytes | None
+        self,
+        method: str,
+        url: str,
+        headers: list[tuple[str, str]],
+        body: bytes | None,
+        sent: Callable[[], None] | None = None,
     ) -> Response:
-        """Send a request (exactly these headers, plus Host and Content-Length); UpstreamError on failure."""
+        """Send a request (exactly these headers, plus Host and Content-Length); UpstreamError on failure.
+
+        ``sent`` is called once the request is on its way, before its answer is awaited:
+        work done there overlaps with the upstream's (the gateway records the request then).
+        """
         origin, host, target = self._targets.get(url) or self._target(url)
         lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
         for name, value in headers:
@@ -242,7 +251,11 @@ class H1Client:
         while True:
             conn, reused = await self._connection(origin)
             try:
-                head = await conn.send(raw, head_request)
+                head_future = conn.send(raw, head_request)
+                if sent is not None:
+                    call, sent = sent, None  # once: not again for a retry
+                    call()
+                head = await head_future
             except UpstreamError:
                 conn.abort()
                 if reused and not conn.got_bytes:

@@ -23,7 +23,7 @@ event. Tokens are never minted or swapped.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -143,28 +143,44 @@ class PassThrough:
         body = await request.read() if request.method == "POST" else None
         headers = upstream_headers(request.headers.items(), strip_auth, expand_headers(spec.headers))
         key_sid = request.headers.get(SESSION_ID)
-        upstream = await http.request(request.method, spec.url, headers, body)
-        sid = key_sid or upstream.head.get(SESSION_ID) or None
-        key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
-        session = self._session(key, name, spec)
-        recorder = session.recorder
-        if sid and not key_sid:
-            recorder.event(
-                session.context, "http_session", f"the server minted session {sid}", {"session_id": sid}
-            )
         meta = {
             "http_method": request.method,
             "path": request.path,
             "stream": "post" if body is not None else "get",
         }
-        if body is not None and body.strip():
-            c2s = Frame(
-                body, "c2s", meta={**meta, "headers": that_matter(request.headers.items(), self.redact_names)}
+        received = time.time()
+        waits: list[Awaitable[Any]] = []
+
+        def record_request(session: PassSession) -> None:
+            if body is not None and body.strip():
+                headers_meta = that_matter(request.headers.items(), self.redact_names)
+                c2s = Frame(body, "c2s", ts=received, meta={**meta, "headers": headers_meta})
+                pending = session.recorder.frame_done(Flow(c2s))
+                if pending is not None:
+                    waits.append(pending)
+
+        # A request in a known session is recorded while the upstream works on it; the one
+        # that opens a session (the id comes with the answer) once the answer is there.
+        known = self._session(f"{name}:{key_sid}", name, spec) if key_sid else None
+        upstream = await http.request(
+            request.method,
+            spec.url,
+            headers,
+            body,
+            sent=(lambda: record_request(known)) if known is not None else None,
+        )
+        sid = key_sid or upstream.head.get(SESSION_ID) or None
+        key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
+        session = known or self._session(key, name, spec)
+        recorder = session.recorder
+        if sid and not key_sid:
+            recorder.event(
+                session.context, "http_session", f"the server minted session {sid}", {"session_id": sid}
             )
-            # Back-pressure from the store is awaited only when the writer is behind.
-            pending = recorder.frame_done(Flow(c2s))
-            if pending is not None:
-                await pending
+        if known is None:
+            record_request(session)
+        for wait in waits:  # back-pressure: only when the store is ~100 ms behind
+            await wait
         out_headers = end_to_end(upstream.headers)
         edited = []
         for i, (k, v) in enumerate(out_headers):
