@@ -7,6 +7,11 @@
 2. A `--script` of 20 calls on one connection vs 20 one-shot calls (20 x the median
    one-shot time measured in part 1, for each client).
 
+A bare client (Python, raw pipes: spawn, initialize, tools/list, SIGTERM at once, no
+mcptape) gives the floor every client pays: the server's own start. Each client's time
+above that floor is printed too, since the server's start (about 0.5 s for
+server-everything on Node) dominates every one-shot and bounds any ratio.
+
 With ``--inspector DIR`` the reference Inspector's CLI joins both parts (target: a
 one-shot `mcptape call` at most 1/5 of it; the script at least 20x faster than 20
 Inspector one-shots). It needs Node >= 22.19, which the npm registry ships as a package;
@@ -36,6 +41,20 @@ NPM = ROOT / "tests" / "npm" / "node_modules" / "@modelcontextprotocol"
 SERVER = NPM / "server-everything" / "dist" / "index.js"
 SDK = NPM / "sdk"
 MCPTAPE = [sys.executable, "-m", "mcptape", "call"]
+BARE = """
+import json, subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+def ask(i, method, params=None):
+    msg = {"jsonrpc": "2.0", "id": i, "method": method, **({"params": params} if params else {})}
+    p.stdin.write(json.dumps(msg).encode() + b"\\n"); p.stdin.flush()
+    while json.loads(p.stdout.readline()).get("id") != i:
+        pass
+info = {"name": "bare", "version": "1"}
+ask(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info})
+p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\\n')
+ask(2, "tools/list")
+p.terminate(); p.wait()
+"""
 
 
 def timed(argv: list[str], env: dict[str, str] | None = None) -> float:
@@ -66,6 +85,7 @@ def main() -> None:
         ]
         script.write_text(json.dumps(steps))
         commands = {
+            "bare client (floor)": [sys.executable, "-c", BARE, *server],
             "sdk one-shot": [node, str(ROOT / "bench" / "oneshot_client.mjs"), str(SDK), *server],
             "mcptape call": [*MCPTAPE, "-m", "tools/list", "--db", db, "--", *server],
             "mcptape call --no-record": [*MCPTAPE, "-m", "tools/list", "--no-record", "--", *server],
@@ -107,6 +127,20 @@ def main() -> None:
         inspector_ms = medians["inspector --cli one-shot"]
         print(f"  {'inspector --cli one-shot':<28}{inspector_ms:8.1f} ms")
         print(f"  mcptape call / inspector: {medians['mcptape call'] / inspector_ms:.2f} (target <= 0.20)")
+    floor = medians["bare client (floor)"]
+    print(f"  {'bare client (floor)':<28}{floor:8.1f} ms   the server's own start and exchange")
+    print("time above the floor (what the client itself costs)")
+    for name in ("sdk one-shot", "mcptape call", "mcptape call --no-record", "inspector --cli one-shot"):
+        if name in medians:
+            above = medians[name] - floor
+            print(
+                f"  {name:<28}{above:8.1f} ms   {above / max(medians['sdk one-shot'] - floor, 1e-9):.2f}x the SDK's"
+            )
+    if "inspector --cli one-shot" in medians:
+        above_inspector = medians["inspector --cli one-shot"] - floor
+        print(
+            f"  mcptape call / inspector above the floor: {(medians['mcptape call'] - floor) / above_inspector:.2f}"
+        )
     script_ms = medians["mcptape call --script (20)"]
     print("20 calls on one connection (--script) vs 20 one-shots (20 x the one-shot median)")
     print(f"  {'mcptape call --script (20)':<28}{script_ms:8.1f} ms")

@@ -7,9 +7,11 @@ that are never answered, spread over the session. Then times each view query and
 divides by the time of a full scan of ``frames`` on the same database (reading every
 row's text). DESIGN.md's target: each ratio at most 5.
 
-    .venv/bin/python bench/bench_views.py [--frames N] [--unanswered K] [--db URL]
+    .venv/bin/python bench/bench_views.py [--frames N] [--unanswered K] [--db URL] [--http]
 
 ``--db URL`` runs on a server database (PostgreSQL) instead of a temporary SQLite file.
+``--http`` gives every frame the HTTP metadata the gateway records (method, path,
+stream, status, headers, SSE event id), as a session recorded by ``mcptape proxy``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ QUERIES = {
     "server_requests": "SELECT count(*), sum(latency_ms) FROM server_requests",
     "log_messages": "SELECT level, count(*) FROM log_messages GROUP BY 1",
     "messages": "SELECT count(*) FROM messages",
+    "http_frames (SSE replies)": "SELECT stream, sse, count(*) FROM http_frames WHERE kind = 'response' GROUP BY 1, 2",
     "frames by method (README)": "select method, count(*) from frames group by 1",
 }
 
@@ -81,6 +84,23 @@ def session_frames(count: int, unanswered: int, t0: float) -> list[Frame]:
     return out[:count]
 
 
+def with_http_meta(frames: list[Frame]) -> None:
+    """Give each frame the metadata the gateway records for a streamable HTTP session."""
+    headers_c2s = {
+        "Content-Type": "application/json",
+        "mcp-session-id": "s-1",
+        "mcp-protocol-version": "2025-11-25",
+    }
+    headers_s2c = {"Content-Type": "text/event-stream", "mcp-session-id": "s-1"}
+    for n, frame in enumerate(frames):
+        meta: dict[str, object] = {"http_method": "POST", "path": "/servers/bench/mcp", "stream": "post"}
+        if frame.direction == "c2s":
+            meta["headers"] = headers_c2s
+        else:
+            meta.update(status=200, headers=headers_s2c, event_id=f"e-{n}")
+        frame.meta = meta
+
+
 def record(db: str, frames: list[Frame]) -> None:
     with open_store(db) as store:
         writer = store.writer()
@@ -113,8 +133,11 @@ def main() -> None:
     parser.add_argument(
         "--db", metavar="URL", help="a server database URL instead of a temporary SQLite file"
     )
+    parser.add_argument("--http", action="store_true", help="frames carry the gateway's HTTP metadata")
     args = parser.parse_args()
     frames = session_frames(args.frames, args.unanswered, time.time())
+    if args.http:
+        with_http_meta(frames)
     with tempfile.TemporaryDirectory(prefix="mcptape-bench-") as tmp:
         db = args.db or str(Path(tmp) / "views.db")
         start = time.perf_counter()

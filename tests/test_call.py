@@ -326,7 +326,8 @@ def test_follow_streams_notifications_and_rereads_updated_resources() -> None:
         {"method": "resources/subscribe", "uri": DOC},
         {"method": "tools/call", "toolName": "toggle-subscriber-updates"},
     ]
-    proc = call("--script", "-", "--follow", "--timeout", "2", server=everything(), stdin=json.dumps(script))
+    # The timeout counts the server's start too: on a loaded machine that alone can take 2 s.
+    proc = call("--script", "-", "--follow", "--timeout", "4", server=everything(), stdin=json.dumps(script))
     assert proc.returncode == 0, proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     updated = [e for e in events if e.get("method") == "notifications/resources/updated"]

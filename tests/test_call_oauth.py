@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from urllib.request import HTTPRedirectHandler, Request, build_opener
 
-from mcptape.client.oauth import OAuthCall, authorize_url, pkce_pair, well_known
+from mcptape.client.authpolicy import Challenge, resource_metadata_urls
+from mcptape.client.oauth import OAuthCall, authorize_url, pkce_pair
 from tests.conftest import MCPTAPE
 from tests.servers.oauth_server import _s256, running
 
@@ -91,7 +93,7 @@ def test_a_resource_without_metadata_says_to_name_the_authorization_server() -> 
 
 
 def test_pure_parts() -> None:
-    assert well_known("https://h.example/a/mcp/", "oauth-protected-resource") == [
+    assert resource_metadata_urls("https://h.example/a/mcp/", Challenge()) == [
         "https://h.example/.well-known/oauth-protected-resource/a/mcp",
         "https://h.example/.well-known/oauth-protected-resource",
     ]
@@ -101,3 +103,73 @@ def test_pure_parts() -> None:
     out = authorize_url(call, {"authorization_endpoint": "https://as/authorize?x=1"})
     assert out["url"].startswith("https://as/authorize?x=1&response_type=code&client_id=c")
     assert "scope=a+b" in out["url"] and out["state"] == "s"
+
+
+def _stats(base: str) -> dict[str, Any]:
+    from urllib.request import urlopen
+
+    with urlopen(f"{base}/_stats") as response:
+        stats: dict[str, Any] = json.load(response)
+    return stats
+
+
+def test_a_401_runs_the_oauth_flow_and_the_call_goes_on(tmp_path: Path) -> None:
+    db = tmp_path / "rec.db"
+    with running() as base:
+        proc = _call("-m", "tools/list", "--url", f"{base}/mcp", "--db", str(db))
+        stats = _stats(base)
+    assert proc.returncode == 0, proc.stderr
+    assert [t["name"] for t in json.loads(proc.stdout)["tools"]] == ["read", "write", "admin"]
+    assert "mcptape: authorized at" in proc.stderr
+    # Registered once, and asked for the challenge's scope.
+    assert len(stats["registrations"]) == 1 and stats["authorize_scopes"] == ["mcp"]
+    # The token never reaches the recording.
+    assert stats["tokens"] and stats["tokens"][0].encode() not in db.read_bytes()
+
+
+def test_step_up_on_403_insufficient_scope_asks_for_the_union_and_sends_again() -> None:
+    with running() as base:
+        proc = _call("-m", "tools/call", "--tool-name", "write", "--url", f"{base}/mcp", "--no-record")
+        stats = _stats(base)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["content"][0]["text"] == "ok write"
+    assert stats["authorize_scopes"] == ["mcp", "mcp mcp:write"]
+    assert len(stats["registrations"]) == 1  # the client is registered once per session
+
+
+def test_a_scope_never_granted_ends_after_one_step_up_with_the_403() -> None:
+    with running() as base:
+        proc = _call(
+            "-m", "tools/call", "--tool-name", "admin", "--url", f"{base}/mcp", "--no-record", "--structured"
+        )
+        stats = _stats(base)
+    assert proc.returncode == 1
+    error = json.loads(proc.stdout)["error"]
+    assert error["category"] == "transport" and "403" in error["message"]
+    # Asked once for the scope the 403 named; the same 403 again is not worth another try.
+    assert stats["authorize_scopes"] == ["mcp", "mcp mcp:admin"]
+
+
+def test_no_oauth_leaves_the_401_as_the_error() -> None:
+    with running() as base:
+        proc = _call("-m", "tools/list", "--url", f"{base}/mcp", "--no-record", "--no-oauth", "--structured")
+        stats = _stats(base)
+    assert proc.returncode == 1
+    error = json.loads(proc.stdout)["error"]
+    assert "401" in error["message"] and "resource_metadata" in error["data"]["www_authenticate"]
+    assert stats["authorize_scopes"] == [] and stats["registrations"] == []
+
+
+def test_an_authorization_server_that_wants_a_user_is_a_one_line_error_naming_the_way_out() -> None:
+    with running() as base:
+        proc = _call(
+            "-m",
+            "tools/list",
+            "--url",
+            f"{base}/mcp",
+            "--no-record",
+            "--redirect-uri",
+            "http://127.0.0.1:9/needs-a-user",
+        )
+    assert proc.returncode == 1
+    assert "wants a user" in proc.stderr and "--token" in proc.stderr and "Traceback" not in proc.stderr

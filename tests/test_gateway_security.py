@@ -298,3 +298,19 @@ def test_a_missing_config_or_a_busy_port_is_a_one_line_error(tmp_path: Path) -> 
             timeout=30,
         )
     assert_one_line_error(proc, f"cannot listen on 127.0.0.1:{port}")
+
+
+def test_a_malformed_config_entry_is_named_in_a_warning_and_the_others_are_served(tmp_path: Path) -> None:
+    config = {
+        "broken\x1b[2J": {"command": 5},
+        "demo2": {"command": sys.executable, "args": ["-m", "mcptape.servers.demo"]},
+    }
+    g = GatewayProcess(tmp_path / "g.db", config, "--no-auth", tmp=tmp_path)
+    try:
+        status, _, body = request(g.base, "POST", "/servers/demo2/mcp", {}, INIT)
+        assert status == 200, body
+        assert request(g.base, "POST", "/servers/broken%1B%5B2J/mcp", {}, INIT)[0] == 404
+    finally:
+        assert g.stop() == 0
+    assert "warning: not served:" in g.stderr and "command must be a non-empty string" in g.stderr
+    assert "\x1b" not in g.stderr

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from mcptape.migrations import runner
-from mcptape.migrations.frozen import views_0001, views_0002, views_0003
+from mcptape.migrations.frozen import views_0001, views_0002, views_0004
 from mcptape.store import open_store
 from mcptape.store.engine import open_unmigrated
 
@@ -20,6 +20,7 @@ RELEASED = {
     "views_0001.py": "3d848499879edd596258742c80b8bf0dc86d1b3423964a064f144db068e84765",
     "views_0002.py": "f826b83a8c5da4b8633095bd720eb24cecd95185cc57cc6bb5f35d627efbc9c8",
     "views_0003.py": "20754273b95dd4bb543f42c29407431396793219079e0120bb608c93d9870607",
+    "views_0004.py": "2bc0db03f6917a6d141c102b61d12ffa22e7be78f3e880f026d1e83e7509495c",
 }
 
 
@@ -31,9 +32,9 @@ def test_released_view_sql_is_unchanged() -> None:
 def test_live_code_takes_the_current_views_from_the_newest_frozen_module() -> None:
     from mcptape.store import views
 
-    assert views.CURRENT is views_0003.VIEWS_V3
-    assert [view.name for view in views_0002.VIEWS_V2] == list(views.VIEW_NAMES)
-    assert runner.HEAD_REVISION == "0003"
+    assert views.CURRENT is views_0004.VIEWS_V4
+    assert [view.name for view in views_0002.VIEWS_V2] + ["http_frames"] == list(views.VIEW_NAMES)
+    assert runner.HEAD_REVISION == "0004"
 
 
 def upgrade(db: Path, target: str) -> None:
@@ -80,7 +81,7 @@ def test_opening_an_0002_database_backfills_methods_and_pairs(db_path: Path) -> 
         )
     open_store(str(db_path)).close()
     with sqlite3.connect(db_path) as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == ("0003",)
+        assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == (runner.HEAD_REVISION,)
         assert conn.execute("SELECT seq, method, request_seq FROM frames ORDER BY seq").fetchall() == [
             (1, "tools/call", None),
             (2, "ping", None),

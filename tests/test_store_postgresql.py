@@ -54,10 +54,18 @@ EXTRA = [
     ("s2c", "server", '{"jsonrpc":"2.0","id":9,"error":{"code":1.5,"message":"odd code"}}'),
     ("c2s", "client", '{"jsonrpc":"2.0","id":10,"method":"ping"}'),
 ]
+PREVIEW = "x" * (64 << 10)  # a cut frame's text is its first 64 KiB
 CUT = [  # (seq, direction, kind, method, rpc_id, text): kinds from the whole frame, text cut
-    (101, "c2s", "request", "tools/call", "8", '{"jsonrpc":"2.0","id":8,"method":"tools/call","par'),
-    (102, "s2c", "error", None, "8", '{"jsonrpc":"2.0","id":8,"error":{"co'),
-    (103, "s2c", "notification", "notifications/message", None, '{"jsonrpc":"2.0","meth'),
+    (
+        101,
+        "c2s",
+        "request",
+        "tools/call",
+        "8",
+        '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":"' + PREVIEW,
+    ),
+    (102, "s2c", "error", None, "8", '{"jsonrpc":"2.0","id":8,"error":{"message":"' + PREVIEW),
+    (103, "s2c", "notification", "notifications/message", None, '{"jsonrpc":"2.0","method":"' + PREVIEW),
 ]
 
 

@@ -12,7 +12,7 @@ import orjson
 import pytest
 
 from mcptape.frames import Frame
-from mcptape.migrations.frozen import views_0001
+from mcptape.migrations.frozen import views_0001, views_0004
 from mcptape.migrations.frozen.views_0001 import VIEWS_V1
 from mcptape.store import Store, open_store
 from tests.conftest import CORPUS
@@ -247,12 +247,15 @@ def test_views_survive_frames_whose_text_is_not_json(db_path: Path) -> None:
 def test_view_sets_can_be_dropped_and_created_again(db_path: Path) -> None:
     open_store(str(db_path)).close()
     with sqlite3.connect(db_path) as conn:
-        for statement in views_0001.drop_statements("sqlite"):
+        for statement in views_0004.drop_statements("sqlite"):
             conn.execute(statement)
         assert conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'view'").fetchone()[0] == 0
         for statement in views_0001.create_statements("sqlite"):
             conn.execute(statement)
         assert conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'view'").fetchone()[0] == 4
+        for statement in views_0004.drop_statements("sqlite") + views_0004.create_statements("sqlite"):
+            conn.execute(statement)
+        assert conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'view'").fetchone()[0] == 6
 
 
 def test_postgresql_statements_create_the_helper_function_first_and_drop_it_last() -> None:

@@ -31,6 +31,7 @@ from mcptape.store import Store, open_store
 from mcptape.store.engine import open_unmigrated
 from mcptape.store.rows import FRAME_COLUMNS, frame_row
 from mcptape.store.schema import frames
+from mcptape.store.views import CURRENT
 from tests.conftest import CORPUS, MCPTAPE, ROOT
 from tests.postgres import Postgres, private_server
 
@@ -570,8 +571,8 @@ def test_database_at_0001_with_rows_is_migrated_on_open_and_its_views_see_batche
             "SELECT session_id, method, response_batch_index FROM exchanges ORDER BY request_batch_index"
         ).all()
         messages = conn.exec_driver_sql("SELECT count(*) FROM messages").scalar()
-    assert revision_of(db_path) == runner.HEAD_REVISION == "0003"
-    assert set(views_of(db_path)) == {view.name for view in VIEWS_V2}
+    assert revision_of(db_path) == runner.HEAD_REVISION == "0004"
+    assert set(views_of(db_path)) == {view.name for view in CURRENT}
     assert [tuple(row) for row in pairs] == [(session_id, "tools/call", 1), (session_id, "ping", 0)]
     assert messages == 5
 
@@ -631,11 +632,19 @@ def test_corpus_sessions_give_the_same_answers_at_0001_and_0002(db_path: Path) -
 # -- PostgreSQL ----------------------------------------------------------------------------------
 
 JSON_COLUMNS = {"arguments", "result", "data", "request", "response", "text"}
-# Rows cut at 64 MiB keep their kind; their text is no longer JSON.
+# Rows cut at 64 MiB keep their kind; their text, a 64 KiB preview, is no longer JSON.
+PREVIEW = "x" * (64 << 10)
 CUT = [
-    (1, "c2s", "batch", None, None, '[{"jsonrpc":"2.0","id":1,"meth'),
-    (2, "c2s", "request", "tools/call", "8", '{"jsonrpc":"2.0","id":8,"method":"tools/call","par'),
-    (3, "s2c", "error", None, "8", '{"jsonrpc":"2.0","id":8,"error":{"co'),
+    (1, "c2s", "batch", None, None, '[{"jsonrpc":"2.0","id":1,"method":"' + PREVIEW),
+    (
+        2,
+        "c2s",
+        "request",
+        "tools/call",
+        "8",
+        '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":"' + PREVIEW,
+    ),
+    (3, "s2c", "error", None, "8", '{"jsonrpc":"2.0","id":8,"error":{"message":"' + PREVIEW),
 ]
 
 

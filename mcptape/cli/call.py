@@ -182,14 +182,28 @@ def _json_option(value: str | None, flag: str) -> Any:
     help="oauth/*: the authorization server (default: from the resource's metadata).",
 )
 @click.option(
+    "--oauth/--no-oauth",
+    default=True,
+    show_default=True,
+    help="With --url: when the server answers 401 (or 403 insufficient_scope), run the OAuth "
+    "flow without a browser and send the request again with the token.",
+)
+@click.option(
     "--client-id",
     metavar="ID",
-    help="oauth/authorize-url, oauth/token, oauth/refresh: the client (from oauth/register).",
+    help="oauth/authorize-url, oauth/token, oauth/refresh: the client (from oauth/register); "
+    "OAuth on 401: a pre-registered client.",
 )
 @click.option(
     "--client-secret",
     metavar="SECRET",
-    help="oauth/token, oauth/refresh: the client secret, for a confidential client.",
+    help="oauth/token, oauth/refresh, OAuth on 401: the client secret, for a confidential client.",
+)
+@click.option(
+    "--client-metadata-url",
+    metavar="URL",
+    help="OAuth on 401: the URL of this client's metadata document, used as its client_id where "
+    "the authorization server supports them (instead of registering).",
 )
 @click.option(
     "--redirect-uri",
@@ -247,7 +261,11 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
        {"method": "resources/read", "uri": "test://static/resource/1"}]
 
     \b
-    OAuth, without a browser (each step prints JSON; nothing is recorded):
+    OAuth: a server that answers 401 gets the authorization code flow with PKCE
+    at once, when its authorization server approves without a user (as in CI):
+    metadata discovery, --client-id, a --client-metadata-url or dynamic
+    registration, the token, then the request again (--no-oauth: the 401 is the
+    error). Otherwise, the steps by hand (each prints JSON; nothing is recorded):
       mcptape call -m oauth/discover --url https://mcp.example.com/mcp
       mcptape call -m oauth/register --url URL                  -> client_id
       mcptape call -m oauth/authorize-url --url URL --client-id ID  -> url, codeVerifier
@@ -324,7 +342,13 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
         raise CallUsageError(exc.message) from None
     timeouts = Timeouts(opts["connect_timeout"], opts["request_timeout"], opts["max_request_timeout"])
     say = lambda text: click.echo(f"mcptape: {text}", err=True)  # noqa: E731 - replaced by the runner
+    from mcptape.client.authpolicy import ClientConfig
+
+    oauth = ClientConfig(
+        opts["client_id"], opts["client_secret"], opts["client_metadata_url"], opts["redirect_uri"]
+    )
     options = SessionOptions(
+        oauth=oauth if opts["oauth"] else None,
         db=opts["db"],
         record=opts["record"],
         timeouts=timeouts,

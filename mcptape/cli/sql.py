@@ -102,7 +102,9 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
                        requested_at, responded_at, latency_ms, is_error,
                        error_code, error_message, request, response,
                        answered_by (client, server or proxy),
-                       request_batch_index, response_batch_index
+                       request_batch_index, response_batch_index (a
+                       request a proxy edit replaced is left out: its
+                       replacement carries the exchange)
       tool_calls       tools/call exchanges: session_id, tool, arguments,
                        is_error, latency_ms, requested_at, result,
                        request_seq (a round answered with input_required
@@ -116,6 +118,13 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
                        (request: a server-to-client request; input_required:
                        an entry of a 2026-07-28 input_required result,
                        answered by the client's retry), input_key (its key)
+      http_frames      frames that travelled over HTTP (proxy, record
+                       --url): frame_id, session_id, seq, ts, direction,
+                       origin, kind, method, rpc_id, http_method, path,
+                       stream (post, get, sse, ...), status, sse (1 when
+                       it came as an SSE event), event_id,
+                       http_session_id, protocol_version, content_type,
+                       headers (JSON, credentials redacted)
 
     \b
     Tables:
@@ -135,6 +144,8 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
                         order by ts desc limit 20"
       mcptape sql --csv "select * from server_requests
                          where answered_by = 'proxy'" > injected.csv
+      mcptape sql "select method, status, sse from http_frames
+                   where kind in ('response', 'error')"
     """
     from mcptape.cli.sql_sandbox import Budget, QueryStopped
     from mcptape.store import StoreError, open_store

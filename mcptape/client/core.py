@@ -115,6 +115,9 @@ class ClientCore:
     state: State = "disconnected"
     meta: dict[str, Any] | None = None  # 2026-07-28: stamped into every request's params._meta
     tool_in_flight: str | None = None
+    # Called when a request was refused at the HTTP level (401/403): True means "authorized
+    # now, send it again" (OAuth on 401, mcptape.client.authflow).
+    reauthorize: Callable[[HttpError], Awaitable[bool]] | None = None
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(1)
@@ -158,7 +161,17 @@ class ClientCore:
         """Send a request and return its result; raises a :class:`ClientError` on anything else.
 
         ``limit`` replaces both request timeouts (the handshake is bounded by the connect timeout).
+        A request refused with an HTTP status is sent again (with a new id) while
+        ``reauthorize`` says it got new credentials.
         """
+        while True:
+            try:
+                return await self._request_once(method, params, progress, limit)
+            except HttpError as exc:
+                if self.reauthorize is None or not await self.reauthorize(exc):
+                    raise
+
+    async def _request_once(self, method: str, params: Any, progress: bool, limit: float | None) -> Any:
         if self.lost is not None:
             raise ConnectionLost(self.lost)
         rid = next(self._ids)

@@ -6,7 +6,7 @@ can run it step by step:
 ``oauth/discover``      the protected resource's metadata (RFC 9728, from
                         ``/.well-known/oauth-protected-resource``, path-suffixed first) and
                         its first authorization server's metadata (RFC 8414, then OpenID
-                        Connect discovery)
+                        Connect discovery, in the order of mcptape.client.authpolicy)
 ``oauth/register``      dynamic client registration (RFC 7591)
 ``oauth/authorize-url`` the authorization URL with a fresh PKCE verifier and S256 challenge
                         (prints both; nothing is sent)
@@ -23,8 +23,9 @@ import hashlib
 import secrets
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode
 
+from mcptape.client.authpolicy import Challenge, resource_metadata_urls, server_metadata_urls
 from mcptape.client.errors import ApplicationError, ProtocolError, TransportError, ValidationError
 
 METHODS = ("oauth/discover", "oauth/register", "oauth/authorize-url", "oauth/token", "oauth/refresh")
@@ -46,16 +47,6 @@ class OAuthCall:
     code_verifier: str | None = None
     refresh_token: str | None = None
     state: str | None = None
-
-
-def well_known(url: str, name: str) -> list[str]:
-    """Where ``/.well-known/NAME`` metadata for ``url`` may be: path-suffixed first, then the root."""
-    parts = urlsplit(url)
-    path = parts.path.rstrip("/")
-    root = urlunsplit((parts.scheme, parts.netloc, f"/.well-known/{name}", "", ""))
-    if not path:
-        return [root]
-    return [urlunsplit((parts.scheme, parts.netloc, f"/.well-known/{name}{path}", "", "")), root]
 
 
 def pkce_pair() -> tuple[str, str]:
@@ -116,7 +107,7 @@ async def _post(session: Any, url: str, **kwargs: Any) -> dict[str, Any]:
 
 async def discover(session: Any, call: OAuthCall) -> dict[str, Any]:
     """Protected-resource and authorization-server metadata."""
-    found = await _get_json(session, well_known(call.resource, "oauth-protected-resource"))
+    found = await _get_json(session, resource_metadata_urls(call.resource, Challenge()))
     resource_meta = found[1] if found else None
     issuer = call.auth_server
     if issuer is None and resource_meta is not None:
@@ -128,7 +119,7 @@ async def discover(session: Any, call: OAuthCall) -> dict[str, Any]:
             f"{call.resource} publishes no protected-resource metadata naming an authorization server; "
             "give --auth-server URL"
         )
-    urls = well_known(issuer, "oauth-authorization-server") + well_known(issuer, "openid-configuration")
+    urls = server_metadata_urls(issuer)
     found_as = await _get_json(session, urls)
     if found_as is None:
         raise ProtocolError(f"no authorization server metadata at {', '.join(urls)}")

@@ -15,15 +15,17 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mcptape.client.core import error_of
 from mcptape.client.errors import ClientError, ClientTimeout, ToolError, exit_status
 from mcptape.client.methods import Call, perform
-from mcptape.client.oauth import OAuthCall, perform_oauth
 from mcptape.client.output import dumps, envelope, error_line, event, log_line
 from mcptape.client.script import ScriptStep, resolve
 from mcptape.client.session import CallSession, SessionOptions, Target
+
+if TYPE_CHECKING:  # the OAuth steps (hashlib, secrets) load only when one runs
+    from mcptape.client.oauth import OAuthCall
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 STEP_TO_CALL = {
@@ -105,7 +107,11 @@ class Runner:
         self.signalled: int | None = None
 
     def say(self, text: str) -> None:
-        print(f"mcptape: {text}", file=self.err, flush=True)
+        """One line on stderr. Log messages, error messages and names in it come from the
+        server: escaped so that they cannot drive the terminal."""
+        from mcptape.cli.safe_text import safe
+
+        print(f"mcptape: {safe(text)}", file=self.err, flush=True)
 
     def _print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
@@ -191,6 +197,8 @@ class Runner:
         error: ClientError | None = None
         try:
             async with asyncio.timeout(self.plan.timeout):
+                from mcptape.client.oauth import perform_oauth
+
                 result = await perform_oauth(call)
         except TimeoutError:
             error = ClientTimeout(f"{call.method} did not finish within --timeout {self.plan.timeout:g} s")

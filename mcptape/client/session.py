@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcptape.client.core import ClientCore, ServerRequestHandler, State, Timeouts
-from mcptape.client.errors import ConnectError, ConnectTimeout, TransportError
+from mcptape.client.errors import ConnectError, ConnectTimeout, HttpError, TransportError
 from mcptape.client.link import ClientLink
 from mcptape.client.negotiate import ServerHello, negotiate
 from mcptape.client.retry import BACKOFF, with_retries
@@ -32,6 +32,8 @@ from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.relay import Relay
 
 if TYPE_CHECKING:
+    from mcptape.client.authflow import Authorizer
+    from mcptape.client.authpolicy import ClientConfig
     from mcptape.proxy.recording import BackgroundStore
 
 
@@ -64,8 +66,12 @@ class SessionOptions:
     say: Callable[[str], None] = lambda text: print(f"mcptape: {text}", file=sys.stderr, flush=True)
     echo_stderr: bool = False
     grace: float = 2.0
+    # A server started by call gets this long after its stdin is closed before SIGTERM
+    # (then ``grace`` before SIGKILL): a one-shot client does not wait out idle timers.
+    eof_wait: float = 0.1
     retry_delays: tuple[float, ...] = BACKOFF
     upstream_opener: Callable[[Target], Awaitable[Link]] | None = None
+    oauth: ClientConfig | None = None  # a remote server's 401 runs the OAuth flow (None: it fails)
 
 
 def _redacted(argv: list[str], description: str) -> str:
@@ -96,6 +102,10 @@ class CallSession:
         self._recorder: Any = None
         self._run: asyncio.Task[Outcome] | None = None
         self._transport = f"inproc->{target.transport}"
+        self._remote: Link | None = None
+        self._authorizer: Authorizer | None = None
+        if target.url is not None and options.oauth is not None:
+            self.core.reauthorize = self._reauthorize
 
     # -- frames -------------------------------------------------------------------------
 
@@ -132,7 +142,7 @@ class CallSession:
         from mcptape.proxy.process import ProcessLink, SpawnError
 
         try:
-            return ProcessLink.spawn(
+            link = ProcessLink.spawn(
                 self.target.argv,
                 env=self.target.env,
                 cwd=self.target.cwd,
@@ -140,6 +150,8 @@ class CallSession:
             )
         except SpawnError as exc:
             raise ConnectError(str(exc)) from exc
+        link.eof_wait = self.options.eof_wait
+        return link
 
     async def _open_remote(self, url: str) -> Link:
         """A TCP connection first (what the retries are for), then the HTTP or SSE link."""
@@ -156,7 +168,30 @@ class CallSession:
         from mcptape.proxy.http.upstream import remote_link
 
         link: Link = remote_link(url, self.target.transport, self.target.headers)
+        self._remote = link
         return link
+
+    async def _reauthorize(self, error: HttpError) -> bool:
+        """A 401 (or 403 insufficient_scope): get a token and put it on the link; False: give up."""
+        from mcptape.client.authflow import Authorizer
+        from mcptape.client.authpolicy import auth_refusal
+
+        refused = auth_refusal(error.data)
+        if refused is None or self._remote is None or self.target.url is None:
+            return False
+        if self._authorizer is None:
+            assert self.options.oauth is not None
+            self._authorizer = Authorizer(self.target.url, self.options.oauth, self.options.say)
+        token = await self._authorizer.token_for(*refused)
+        if token is None:
+            return False
+        # The link sends its `headers` with every request; an AutoLink hands them on to
+        # the link it chose.
+        for link in (self._remote, getattr(self._remote, "active", None)):
+            headers = getattr(link, "headers", None)
+            if isinstance(headers, dict):
+                headers["Authorization"] = f"Bearer {token}"
+        return True
 
     async def __aenter__(self) -> CallSession:
         await self.open()

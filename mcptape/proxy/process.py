@@ -229,6 +229,9 @@ class ProcessLink(FdLink):
         self.pid = proc.pid
         self._stderr = _Stderr(proc.stderr.fileno(), echo_stderr)
         self._closing: asyncio.Future[LinkEnd] | None = None
+        # How long to wait after closing stdin before SIGTERM (None: the grace). A
+        # one-shot client (call) has no reason to wait long for a server that ignores EOF.
+        self.eof_wait: float | None = None
 
     @property
     def stderr_tail(self) -> list[str]:
@@ -356,7 +359,7 @@ class ProcessLink(FdLink):
     async def _shutdown(self, grace: float) -> LinkEnd:
         self.close_send()
         stopped_by_us = False
-        code = await self._wait_exit(grace)
+        code = await self._wait_exit(grace if self.eof_wait is None else min(grace, self.eof_wait))
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if code is not None:
                 break

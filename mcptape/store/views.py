@@ -7,6 +7,8 @@
 ``log_messages``   ``notifications/message``: level, logger, data
 ``server_requests``  requests the server sent (sampling, elicitation, roots) and the
                    2026-07-28 questions of ``input_required`` results, with who answered
+``http_frames``    frames that travelled over HTTP, with their method, path, stream, status,
+                   SSE event id and the headers that matter
 =================  ==========================================================================
 
 Views are created by migrations, and the SQL a released migration runs never changes:
@@ -14,22 +16,25 @@ each set lives in its own frozen module, :mod:`mcptape.migrations.frozen.views_0
 and so on (a later change adds a module and a revision). :data:`CURRENT` is the set the
 newest revision creates. Since revision 0003 a reply's ``method`` is its request's,
 and `exchanges` joins on the pairs the writer stores (``frames.request_seq`` and
-``batch_replies``), so a view query costs about one scan of ``frames``.
+``batch_replies``), so a view query costs about one scan of ``frames``. Since 0004 a
+request a proxy edit replaced is left out of `exchanges` (its replacement carries the
+exchange).
 
 Every view has a SQLite and a PostgreSQL body. Both read the frame ``text`` as JSON
 defensively: a frame cut because of its size is not valid JSON any more, and one bad
 frame must not make a whole query fail. SQLite guards with ``json_valid``; PostgreSQL
-goes through ``mcptape_jsonb(text)``, a function that returns NULL instead of raising.
+goes through ``mcptape_jsonb(text)``, a function that returns NULL instead of raising,
+wherever a plain cast could fail (views_0004 says when it cannot).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from mcptape.migrations.frozen import views_0003 as _current
+from mcptape.migrations.frozen import views_0004 as _current
 from mcptape.migrations.frozen.common import View
 
-CURRENT: Final[tuple[View, ...]] = _current.VIEWS_V3
+CURRENT: Final[tuple[View, ...]] = _current.VIEWS_V4
 VIEW_NAMES: Final = tuple(view.name for view in CURRENT)
 
 __all__ = ["CURRENT", "VIEW_NAMES", "View"]

@@ -6,8 +6,13 @@ One aiohttp app on a loopback port plays both roles:
 - ``/.well-known/oauth-authorization-server``: RFC 8414 metadata;
 - ``/register``: dynamic client registration (public clients);
 - ``/authorize``: approves at once (no user) and redirects with a code bound to the PKCE
-  challenge, the client, the redirect URI and the resource;
-- ``/token``: authorization_code (checks the PKCE verifier, S256) and refresh_token grants.
+  challenge, the client, the redirect URI and the resource (for a redirect URI ending in
+  ``/needs-a-user`` it shows a sign-in page instead);
+- ``/token``: authorization_code (checks the PKCE verifier, S256) and refresh_token grants;
+- ``/mcp``: a small MCP server (JSON answers) protected by those tokens: 401 with a
+  Bearer challenge without one; tool ``write`` needs scope ``mcp:write`` (403
+  ``insufficient_scope``: step-up), tool ``admin`` a scope never granted;
+- ``/_stats``: what happened (authorization requests' scopes, registrations, tokens).
 
 :func:`running` starts it on a thread and yields its base URL.
 """
@@ -36,6 +41,9 @@ def make_app(base: str) -> web.Application:
     clients: dict[str, dict[str, Any]] = {}
     codes: dict[str, dict[str, Any]] = {}
     refresh: dict[str, str] = {}
+    granted: dict[str, set[str]] = {}  # access token -> its scopes
+    stats: dict[str, list[Any]] = {"authorize_scopes": [], "registrations": [], "tokens": []}
+    prm = f"{base}/.well-known/oauth-protected-resource/mcp"
 
     async def resource_meta(request: web.Request) -> web.Response:
         return web.json_response(
@@ -60,6 +68,7 @@ def make_app(base: str) -> web.Application:
             return web.json_response({"error": "invalid_redirect_uri"}, status=400)
         client_id = f"client-{len(clients) + 1}"
         clients[client_id] = body
+        stats["registrations"].append(client_id)
         return web.json_response({"client_id": client_id, **body}, status=201)
 
     async def authorize(request: web.Request) -> web.Response:
@@ -71,15 +80,21 @@ def make_app(base: str) -> web.Application:
             return web.json_response(
                 {"error": "invalid_request", "error_description": "PKCE S256 required"}, status=400
             )
+        if q["redirect_uri"].endswith("/needs-a-user"):
+            return web.Response(text="<form>sign in</form>", content_type="text/html")
         code = secrets.token_urlsafe(8)
         codes[code] = dict(q)
+        stats["authorize_scopes"].append(q.get("scope"))
         raise web.HTTPFound(f"{q['redirect_uri']}?{urlencode({'code': code, 'state': q.get('state', '')})}")
 
-    def tokens(client_id: str) -> dict[str, Any]:
+    def tokens(client_id: str, scope: str | None = None) -> dict[str, Any]:
         token = secrets.token_urlsafe(8)
         refresh[token] = client_id
+        access = secrets.token_urlsafe(12)
+        granted[access] = set((scope or "").split()) - {"mcp:admin"}  # asked for, never granted
+        stats["tokens"].append(access)
         return {
-            "access_token": secrets.token_urlsafe(12),
+            "access_token": access,
             "token_type": "Bearer",
             "expires_in": 3600,
             "refresh_token": token,
@@ -101,7 +116,7 @@ def make_app(base: str) -> web.Application:
                 return web.json_response(
                     {"error": "invalid_grant", "error_description": "client or resource mismatch"}, status=400
                 )
-            return web.json_response(tokens(grant["client_id"]))
+            return web.json_response(tokens(grant["client_id"], grant.get("scope")))
         if form.get("grant_type") == "refresh_token":
             client_id = refresh.pop(str(form.get("refresh_token")), None)
             if client_id is None or client_id != form.get("client_id"):
@@ -109,7 +124,51 @@ def make_app(base: str) -> web.Application:
             return web.json_response(tokens(client_id))
         return web.json_response({"error": "unsupported_grant_type"}, status=400)
 
+    def challenge(status: int, scope: str, error: str) -> web.Response:
+        header = f'Bearer error="{error}", scope="{scope}", resource_metadata="{prm}"'
+        return web.json_response({"error": error}, status=status, headers={"WWW-Authenticate": header})
+
+    async def mcp(request: web.Request) -> web.Response:
+        scopes = granted.get(request.headers.get("Authorization", "").removeprefix("Bearer "))
+        if scopes is None:
+            return challenge(401, "mcp", "invalid_token")
+        body = await request.json()
+        if "id" not in body:
+            return web.Response(status=202)
+        method, params = body.get("method"), body.get("params") or {}
+        if method == "initialize":
+            result: Any = {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "protected", "version": "1"},
+            }
+        elif method == "tools/list":
+            result = {
+                "tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("read", "write", "admin")]
+            }
+        elif method == "tools/call":
+            needs = {"read": "mcp", "write": "mcp:write", "admin": "mcp:admin"}[params["name"]]
+            if needs not in scopes:
+                return challenge(
+                    403, "mcp:admin" if needs == "mcp:admin" else "mcp mcp:write", "insufficient_scope"
+                )
+            result = {"content": [{"type": "text", "text": f"ok {params['name']}"}]}
+        else:
+            return web.json_response(
+                {"jsonrpc": "2.0", "id": body["id"], "error": {"code": -32601, "message": "no"}}
+            )
+        return web.json_response({"jsonrpc": "2.0", "id": body["id"], "result": result})
+
+    async def no_get(request: web.Request) -> web.Response:
+        return web.Response(status=405)
+
+    async def show_stats(request: web.Request) -> web.Response:
+        return web.json_response(stats)
+
     app = web.Application()
+    app.router.add_post("/mcp", mcp)
+    app.router.add_get("/mcp", no_get)
+    app.router.add_get("/_stats", show_stats)
     app.router.add_get("/.well-known/oauth-protected-resource/mcp", resource_meta)
     app.router.add_get("/.well-known/oauth-authorization-server", server_meta)
     app.router.add_post("/register", register)

@@ -6,12 +6,16 @@ headers before the next POST (so the session id minted by ``initialize`` is know
 what follows), and reads each body in a task of its own: a JSON body is one frame, an
 SSE body is delivered event by event as it arrives. 202 (notifications, responses) has
 no body. After ``notifications/initialized`` the GET stream is opened for messages the
-server sends on its own (405: the server offers none). ``Mcp-Session-Id`` and
+server sends on its own (405: the server offers none); the next POST waits (a bounded
+time) until that stream is open, so what the server sends there in answer to it is not
+lost. ``Mcp-Session-Id`` and
 ``MCP-Protocol-Version`` are carried on every request once known; a 2026-07-28 request
 (protocol version in its ``_meta``) carries ``Mcp-Method``/``Mcp-Name`` and no session
 id unless the server minted one: mcptape forwards what the client speaks, never
-upgrading or downgrading a session. A stream that drops before its answer came is
-resumed with a GET carrying ``Last-Event-ID``; the session is DELETEd on close.
+upgrading or downgrading a session. A stream that ends (dropped or closed by the
+server, SEP-1699) before its answers came, on whatever stream, is resumed with a GET
+carrying the last ``Last-Event-ID`` it saw, after the server's SSE ``retry`` delay; the
+GET stream is re-opened the same way. The session is DELETEd on close.
 
 Every frame's ``meta`` says how it came: ``http_method``, ``path``, ``status``, ``stream``
 (``post`` or ``get``), ``event_id`` and the headers that matter (credentials redacted).
@@ -38,6 +42,9 @@ from mcptape.proxy.http.sse import SseParser
 
 RESUME_ATTEMPTS = 5
 DEFAULT_RETRY_S = 0.5
+# How long the POST after notifications/initialized waits for the GET stream to open: a
+# server that holds the GET's headers back must not stall the session.
+GET_OPEN_WAIT_S = 2.0
 MAX_ERROR_BODY = 1 << 20
 
 
@@ -48,6 +55,20 @@ class Fallback(Exception):
         super().__init__(f"HTTP {status}")
         self.status = status
         self.frames = frames
+
+
+def speaks_json_rpc(body: bytes) -> bool:
+    """Whether an HTTP error body is a JSON-RPC answer (what a streamable HTTP server sends)."""
+    import orjson
+
+    try:
+        message = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    items = message if isinstance(message, list) else [message]
+    return bool(items) and all(
+        isinstance(m, dict) and m.get("jsonrpc") == "2.0" and ("error" in m or "result" in m) for m in items
+    )
 
 
 class HttpClientLink(LoopLink):
@@ -72,6 +93,10 @@ class HttpClientLink(LoopLink):
         self.redact_names = redact_names
         self._initialize_ids: set[str] = set()
         self._get_started = False
+        self._get_open: asyncio.Event | None = None
+        # Requests POSTed and not answered yet, on any stream: a stream that ends is
+        # resumed only while one it carried is still waiting.
+        self._unanswered: set[str] = set()
 
     # -- sending ------------------------------------------------------------------------
 
@@ -81,6 +106,12 @@ class HttpClientLink(LoopLink):
             frame = await self._queue.get()
             if frame is None:
                 return
+            if self._get_open is not None:
+                # The server may send on the GET stream about this very request (elicitation
+                # from a tool call): it must be open before the request is.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._get_open.wait(), GET_OPEN_WAIT_S)
+                self._get_open = None
             try:
                 await self._post(frame, first)
             except Fallback as fallback:
@@ -108,6 +139,7 @@ class HttpClientLink(LoopLink):
 
         if frame.kind == "request" and frame.method == "initialize" and frame.rpc_id is not None:
             self._initialize_ids.add(frame.rpc_id)
+        self._unanswered.update(request_ids(frame))
         try:
             response = await self._http.post(self.url, data=frame.data, headers=self._headers(frame))
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -120,11 +152,18 @@ class HttpClientLink(LoopLink):
         self._learn_session(response)
         status = response.status
         if first and self.probe and 400 <= status < 500 and status not in (401, 403):
-            response.release()
-            raise Fallback(status, [frame])
+            body = await response.content.read(MAX_ERROR_BODY)
+            if not speaks_json_rpc(body):
+                response.release()
+                raise Fallback(status, [frame])
+            # A JSON-RPC error (a 2025 server asked `server/discover`): a streamable HTTP
+            # server refusing this request, not a legacy one; its answer goes to the client.
+            self.spawn(self._error_body(frame, response, self._meta(response, "POST", "post"), body))
+            return
         if frame.method == "notifications/initialized" and not self._get_started and status < 300:
             self._get_started = True
-            self.spawn(self._get_stream(None))
+            self._get_open = asyncio.Event()
+            self.spawn(self._get_stream(None, self._get_open))
         if status == 202 or (status < 300 and response.content_length == 0):
             response.release()
             return
@@ -176,10 +215,13 @@ class HttpClientLink(LoopLink):
         self._learn_version(received)
         await self.deliver(received)
 
-    async def _error_body(self, frame: Frame, response: Any, meta: dict[str, Any]) -> None:
+    async def _error_body(
+        self, frame: Frame, response: Any, meta: dict[str, Any], body: bytes | None = None
+    ) -> None:
         """4xx/5xx: a JSON-RPC error body answering the request is delivered; else one is made up."""
         with contextlib.suppress(Exception):
-            body = await response.content.read(MAX_ERROR_BODY)
+            if body is None:
+                body = await response.content.read(MAX_ERROR_BODY)
             reply = Frame(body, "s2c", meta=meta) if body.strip() else None
             wanted = set(request_ids(frame))
             if reply is not None and wanted and set(response_ids(reply)) & wanted:
@@ -194,12 +236,25 @@ class HttpClientLink(LoopLink):
             frame, f"the MCP server answered HTTP {response.status} {response.reason}", detail
         )
 
+    async def deliver(self, frame: Frame) -> None:
+        """Deliver a received frame; what it answers is no longer waited for on any stream."""
+        if frame.kind != "request":
+            self._unanswered.difference_update(response_ids(frame))
+        await super().deliver(frame)
+
     async def _read_stream(self, response: Any, meta: dict[str, Any], waiting: set[str]) -> None:
-        """Deliver an SSE response event by event; resume it with Last-Event-ID if it drops early."""
+        """Deliver an SSE stream event by event; resume it with Last-Event-ID when it ends early.
+
+        A POST's stream is done once every request it carried is answered (on it or on
+        another stream); the GET stream lasts the whole session. Either, ended by a drop
+        or by the server closing it (SEP-1699), is resumed after the SSE ``retry`` delay
+        with the last event id it saw.
+        """
         parser = SseParser()
         retry = DEFAULT_RETRY_S
         attempts = 0
         stream = meta["stream"]
+        resumed = False
         while True:
             try:
                 async for chunk in response.content.iter_any():
@@ -210,10 +265,10 @@ class HttpClientLink(LoopLink):
                             continue
                         frame = Frame(event.data, "s2c", meta={**meta, "event_id": event.id})
                         self._learn_version(frame)
-                        for rid in response_ids(frame):
-                            waiting.discard(rid)
                         await self.deliver(frame)
                         attempts = 0
+                    if resumed and stream == "post" and not waiting & self._unanswered:
+                        break  # the resumed stream brought the answers: done with it
             except Exception as exc:
                 self.emit(
                     "http_stream_dropped",
@@ -222,12 +277,11 @@ class HttpClientLink(LoopLink):
                 )
             finally:
                 response.release()
-            # The POST stream is done once every request it carried is answered; the GET
-            # stream lasts the whole session. Either resumes where it stopped when it can.
+            waiting &= self._unanswered
             if (stream == "post" and not waiting) or not self._receiving or self._send_closed:
                 return
-            if parser.last_event_id is None or attempts >= RESUME_ATTEMPTS:
-                if stream == "post" and waiting:
+            if (stream == "post" and parser.last_event_id is None) or attempts >= RESUME_ATTEMPTS:
+                if stream == "post":
                     self.emit(
                         "http_stream_lost",
                         f"a response stream ended before answering {sorted(waiting)}",
@@ -235,11 +289,23 @@ class HttpClientLink(LoopLink):
                     )
                 return
             attempts += 1
+            # SEP-1699: wait what the server asked (its last `retry`) before reconnecting.
             await asyncio.sleep(retry)
-            resumed = await self._get(parser.last_event_id)
-            if resumed is None:
+            if not self._receiving or self._send_closed:
                 return
-            response = resumed
+            waiting &= self._unanswered
+            if stream == "post" and not waiting:
+                return  # answered on another stream meanwhile
+            again = await self._get(parser.last_event_id)
+            if again is None:
+                if stream == "post":
+                    self.emit(
+                        "http_stream_lost",
+                        f"a response stream could not be resumed before answering {sorted(waiting)}",
+                        None,
+                    )
+                return
+            response, resumed = again, True
             meta = {**self._meta(response, "GET", stream), "resumed": True}
 
     async def _get(self, last_event_id: str | None) -> Any:
@@ -266,8 +332,11 @@ class HttpClientLink(LoopLink):
             return None
         return response
 
-    async def _get_stream(self, last_event_id: str | None) -> None:
-        response = await self._get(last_event_id)
+    async def _get_stream(self, last_event_id: str | None, opened: asyncio.Event) -> None:
+        try:
+            response = await self._get(last_event_id)
+        finally:
+            opened.set()
         if response is not None:
             await self._read_stream(response, self._meta(response, "GET", "get"), set())
 
