@@ -7,7 +7,10 @@ One run measures, with the same raw aiohttp client (no SDK on the hot path):
 
 directly against the server's /mcp endpoint and through the gateway (recording on,
 an HTTP upstream entry), and prints the ratios. These machines are noisy: compare the
-ratios, not absolute times.
+ratios, not absolute times. The steadiest figure under load is the last one: the CPU
+the gateway process spends per forwarded call (its main loop and its writer thread),
+as a ratio to what this benchmark's own client spends per call on the direct path
+(one aiohttp request and its answer read back), read from /proc.
 
 With ``--bridges``, also the stdio-to-HTTP job: server-everything over stdio served as
 streamable HTTP by mcptape's gateway and, when given, by the npm ``mcp-proxy`` and the
@@ -24,6 +27,7 @@ import asyncio
 import contextlib
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -64,6 +68,20 @@ ACCEPT = {
     # the direct server for the same identity encoding, or compression skews the baseline.
     "Accept-Encoding": "identity",
 }
+
+
+def process_cpu(pid: int | None = None) -> float:
+    """CPU seconds (user + system) of this process, or of process ``pid`` from /proc."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def calls_per_measure(calls: int, sessions: int) -> int:
+    """Requests one `measure` sends: the warm-up and timed calls, and each session's open and close."""
+    return 20 + calls + 3 + sessions * (calls + 3)
 
 
 def free_port() -> int:
@@ -220,9 +238,15 @@ def main() -> None:
         asyncio.run(measure(direct_url, args.calls, args.sessions))
         asyncio.run(measure(through_url, args.calls, args.sessions))
         runs: dict[str, list[tuple[float, float, float]]] = {"direct": [], "through": []}
+        cpu: dict[str, list[float]] = {"client": [], "gateway": []}
+        per = calls_per_measure(args.calls, args.sessions)
         for _ in range(args.rounds):
+            before = process_cpu()
             runs["direct"].append(asyncio.run(measure(direct_url, args.calls, args.sessions)))
+            cpu["client"].append((process_cpu() - before) / per)
+            before = process_cpu(gateway.pid)
             runs["through"].append(asyncio.run(measure(through_url, args.calls, args.sessions)))
+            cpu["gateway"].append((process_cpu(gateway.pid) - before) / per)
         direct, through = (
             tuple(statistics.median(r[i] for r in runs[side]) for i in range(3))
             for side in ("direct", "through")
@@ -238,6 +262,11 @@ def main() -> None:
     print(f"{'calls/s, 1 session':28}{direct[1]:12.0f}{through[1]:12.0f}{through[1] / direct[1]:9.2f}x")
     print(
         f"{f'calls/s, {args.sessions} sessions':28}{direct[2]:12.0f}{through[2]:12.0f}{through[2] / direct[2]:9.2f}x"
+    )
+    client_cpu, gateway_cpu = statistics.median(cpu["client"]), statistics.median(cpu["gateway"])
+    print(
+        f"{'CPU per call (us)':28}{client_cpu * 1e6:12.0f}{gateway_cpu * 1e6:12.0f}{gateway_cpu / client_cpu:9.2f}x"
+        "   (direct: this client's; gateway: the gateway process's)"
     )
     print("targets: round-trip <= 1.2x direct; calls/s with eight sessions >= 0.8x direct")
     if args.bridges:

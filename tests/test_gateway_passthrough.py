@@ -98,7 +98,9 @@ def test_oauth_401_metadata_and_the_clients_authorization_pass_through(
     g = GatewayProcess(tmp_path / "g.db", {"prot": {"url": url, "type": "http"}}, tmp=tmp_path)
     try:
         own = {"X-Mcptape-Token": g.token or ""}
-        status, headers, _ = request(g.base, "POST", "/servers/prot/mcp", own, INIT)
+        status, headers, _ = request(
+            g.base, "POST", "/servers/prot/mcp", {**own, "Accept-Encoding": "gzip"}, INIT
+        )
         assert status == 401
         assert headers["www-authenticate"] == (
             f'Bearer resource_metadata="{g.base}/.well-known/oauth-protected-resource/servers/prot/mcp"'
@@ -126,6 +128,10 @@ def test_oauth_401_metadata_and_the_clients_authorization_pass_through(
     assert all("X-Mcptape-Token" not in h and g.token not in json.dumps(h) for h in seen)
     assert [h.get("Authorization") for h in seen] == [None, GOOD, None]
     assert all(h["Host"] == urlsplit_netloc(url) for h in seen)
+    # Nothing of the gateway's own is added: no compression asked for (the recorder parses a
+    # copy of the body), no client library's User-Agent or Accept.
+    assert all(not {"Accept-Encoding", "User-Agent", "Accept"} & set(h) for h in seen)
+    assert [h.get("Content-Type") for h in seen] == ["application/json"] * 3
     con = sqlite3.connect(tmp_path / "g.db")
     try:
         dump = json.dumps(

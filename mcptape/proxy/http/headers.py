@@ -97,22 +97,25 @@ def expand_headers(
 
 def end_to_end(headers: Iterable[tuple[str, str]], drop: Iterable[str] = ()) -> list[tuple[str, str]]:
     """Headers without hop-by-hop ones (nor those a ``Connection`` header names, nor ``drop``)."""
-    pairs = list(headers)
-    named = {
-        token.strip().lower()
-        for name, value in pairs
-        if name.lower() == "connection"
-        for token in value.split(",")
-    }
-    gone = HOP_BY_HOP | named | {d.lower() for d in drop}
-    return [(name, value) for name, value in pairs if name.lower() not in gone]
+    # On every forwarded request and response: one pass, each name lowered once.
+    gone = HOP_BY_HOP.union(d.lower() for d in drop) if drop else HOP_BY_HOP
+    kept: list[tuple[str, str, str]] = []
+    named: set[str] | None = None
+    for name, value in headers:
+        lower = name.lower()
+        if lower == "connection":
+            named = (named or set()) | {token.strip().lower() for token in value.split(",")}
+        elif lower not in gone:
+            kept.append((lower, name, value))
+    return [(name, value) for lower, name, value in kept if named is None or lower not in named]
 
 
 def that_matter(headers: Iterable[tuple[str, str]], extra_names: Iterable[str] = ()) -> dict[str, str]:
     """The MCP-relevant headers of a request or response, credentials redacted, for a frame's metadata."""
     extra = [n.lower() for n in extra_names]
-    keep = {name: value for name, value in headers if name.lower() in MATTERS or name.lower() in extra}
-    return redact(keep, extra)
+    wanted = MATTERS.union(extra) if extra else MATTERS
+    keep = {name: value for name, value in headers if name.lower() in wanted}
+    return redact(keep, extra) if keep else keep
 
 
 def redact(headers: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:

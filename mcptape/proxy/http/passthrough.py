@@ -9,6 +9,11 @@ chunk as it arrives, never buffered nor decompressed (``Accept-Encoding`` is not
 forwarded, so a copy can be parsed for the recording). One recorded session per
 upstream session id (per client connection when there is none).
 
+Upstream requests go through :class:`~mcptape.proxy.http.h1client.H1Client` (kept-alive
+connections, exactly the client's end-to-end headers, nothing added); each answer's
+bytes are written to the client before its copy is parsed and queued for the recorder,
+which never makes forwarding wait unless the store is ~100 ms behind.
+
 OAuth: a 401's ``WWW-Authenticate`` and the protected-resource metadata pass through,
 with their ``resource_metadata`` URL and ``resource`` field pointed at the gateway (an
 OAuth client rejects a document naming another origin): the one edit, recorded as an
@@ -18,6 +23,7 @@ event. Tokens are never minted or swapped.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -29,6 +35,7 @@ from mcptape.config import UpstreamSpec
 from mcptape.frames import Frame
 from mcptape.proxy.addons import Outcome, SessionContext
 from mcptape.proxy.flow import Flow
+from mcptape.proxy.http.h1client import H1Client, UpstreamError
 from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, that_matter
 from mcptape.proxy.http.security import TOKEN_HEADER
 from mcptape.proxy.http.sse import SseParser
@@ -36,6 +43,24 @@ from mcptape.proxy.recorder import Recorder
 
 MAX_JSON_COPY = 64 << 20
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+
+_DROP = (TOKEN_HEADER, "accept-encoding")
+_DROP_AUTH = (*_DROP, "authorization")
+
+
+def upstream_headers(
+    client: Iterable[tuple[str, str]], strip_auth: bool, configured: dict[str, str]
+) -> list[tuple[str, str]]:
+    """The client's headers as sent upstream: end-to-end only, the gateway's token gone (and
+    ``Authorization`` when it carried that token), the config entry's headers in place of the
+    client's of the same name. Repeated headers stay repeated."""
+    headers = end_to_end(client, _DROP_AUTH if strip_auth else _DROP)
+    if configured:
+        names = {name.lower() for name in configured}
+        headers = [(k, v) for k, v in headers if k.lower() not in names]
+        headers.extend(configured.items())
+    return headers
 
 
 class _HeadersWithFirstChunk(web.StreamResponse):
@@ -86,14 +111,11 @@ class PassThrough:
         self.pool = pool
         self.redact_names = redact_names
         self.sessions: dict[str, PassSession] = {}
-        self._http: Any = None
+        self._http: H1Client | None = None
 
-    async def _client(self) -> Any:
-        import aiohttp
-
+    def _client(self) -> H1Client:
         if self._http is None:
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=10)
-            self._http = aiohttp.ClientSession(timeout=timeout, auto_decompress=False)
+            self._http = H1Client(connect_timeout=10.0)
         return self._http
 
     def _session(self, key: str, name: str, spec: UpstreamSpec) -> PassSession:
@@ -106,11 +128,6 @@ class PassThrough:
         session.last_active = time.monotonic()
         return session
 
-    async def _record(self, session: PassSession, frame: Frame) -> None:
-        pending = session.recorder.frame_done(Flow(frame))
-        if pending is not None:
-            await pending
-
     def end(self, key: str, status: str, why: str) -> None:
         session = self.sessions.pop(key, None)
         if session is not None:
@@ -122,33 +139,49 @@ class PassThrough:
         self, request: web.Request, name: str, spec: UpstreamSpec, strip_auth: bool, gateway_url: str
     ) -> web.StreamResponse:
         assert spec.url is not None
-        http = await self._client()
+        http = self._http or self._client()
         body = await request.read() if request.method == "POST" else None
-        drop = [TOKEN_HEADER, "accept-encoding", *(["authorization"] if strip_auth else [])]
-        headers = dict(end_to_end(request.headers.items(), drop))
-        headers.update(expand_headers(spec.headers))
+        headers = upstream_headers(request.headers.items(), strip_auth, expand_headers(spec.headers))
         key_sid = request.headers.get(SESSION_ID)
-        upstream = await http.request(
-            request.method, spec.url, data=body, headers=headers, allow_redirects=False
-        )
-        sid = key_sid or upstream.headers.get(SESSION_ID)
-        key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
-        session = self._session(key, name, spec)
-        if sid and not key_sid:
-            session.recorder.event(
-                session.context, "http_session", f"the server minted session {sid}", {"session_id": sid}
-            )
         meta = {
             "http_method": request.method,
             "path": request.path,
             "stream": "post" if body is not None else "get",
         }
-        if body is not None and body.strip():
-            c2s = Frame(
-                body, "c2s", meta={**meta, "headers": that_matter(request.headers.items(), self.redact_names)}
+        received = time.time()
+        waits: list[Awaitable[Any]] = []
+
+        def record_request(session: PassSession) -> None:
+            if body is not None and body.strip():
+                headers_meta = that_matter(request.headers.items(), self.redact_names)
+                c2s = Frame(body, "c2s", ts=received, meta={**meta, "headers": headers_meta})
+                pending = session.recorder.frame_done(Flow(c2s))
+                if pending is not None:
+                    waits.append(pending)
+
+        # A request in a known session is recorded while the upstream works on it; the one
+        # that opens a session (the id comes with the answer) once the answer is there.
+        known = self._session(f"{name}:{key_sid}", name, spec) if key_sid else None
+        upstream = await http.request(
+            request.method,
+            spec.url,
+            headers,
+            body,
+            sent=(lambda: record_request(known)) if known is not None else None,
+        )
+        sid = key_sid or upstream.head.get(SESSION_ID) or None
+        key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
+        session = known or self._session(key, name, spec)
+        recorder = session.recorder
+        if sid and not key_sid:
+            recorder.event(
+                session.context, "http_session", f"the server minted session {sid}", {"session_id": sid}
             )
-            await self._record(session, c2s)
-        out_headers = end_to_end(upstream.headers.items())
+        if known is None:
+            record_request(session)
+        for wait in waits:  # back-pressure: only when the store is ~100 ms behind
+            await wait
+        out_headers = end_to_end(upstream.headers)
         edited = []
         for i, (k, v) in enumerate(out_headers):
             if k.lower() == "www-authenticate" and "resource_metadata" in v:
@@ -159,34 +192,48 @@ class PassThrough:
         kind = _HeadersWithFirstChunk if request.method == "POST" else web.StreamResponse
         response = kind(status=upstream.status, reason=upstream.reason, headers=out_headers)
         for _, old, new in edited:
-            session.recorder.event(
+            recorder.event(
                 session.context, "proxy_edit", "WWW-Authenticate resource_metadata", {"from": old, "to": new}
             )
         s2c_meta = {
             **meta,
             "status": upstream.status,
-            "headers": that_matter(upstream.headers.items(), self.redact_names),
+            "headers": that_matter(upstream.headers, self.redact_names),
         }
         await response.prepare(request)
-        ctype = upstream.headers.get("Content-Type", "")
+        ctype = upstream.head.get("Content-Type")
+        parser = SseParser() if ctype.startswith("text/event-stream") else None
+        copy = bytearray()
         try:
-            if ctype.startswith("text/event-stream"):
-                parser = SseParser()
-                async for chunk in upstream.content.iter_any():
+            while True:
+                chunk, last = await upstream.next_chunk()
+                # The bytes go out first (the last ones with the end of the response, in one
+                # write); the copy is parsed and recorded after.
+                if last:
+                    await response.write_eof(chunk)
+                else:
                     await response.write(chunk)
+                if parser is not None:
                     for event in parser.feed(chunk):
                         if event.event == "message" and event.data:
-                            await self._record(
-                                session, Frame(event.data, "s2c", meta={**s2c_meta, "event_id": event.id})
-                            )
-            else:
-                copy = bytearray()
-                async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
-                    if len(copy) < MAX_JSON_COPY:
-                        copy += chunk
-                if copy.strip() and ctype.startswith("application/json"):
-                    await self._record(session, Frame(bytes(copy), "s2c", meta=s2c_meta))
+                            frame = Frame(event.data, "s2c", meta={**s2c_meta, "event_id": event.id})
+                            pending = recorder.frame_done(Flow(frame))
+                            if pending is not None:
+                                await pending
+                elif len(copy) < MAX_JSON_COPY:
+                    copy += chunk
+                if last:
+                    break
+            if parser is None and copy.strip() and ctype.startswith("application/json"):
+                pending = recorder.frame_done(Flow(Frame(bytes(copy), "s2c", meta=s2c_meta)))
+                if pending is not None:
+                    await pending
+        except UpstreamError as exc:
+            # Too late for a 502: the client's stream is cut as the upstream cut ours.
+            recorder.event(session.context, "error", f"the upstream's answer broke off: {exc}", None)
+            if request.transport is not None:
+                request.transport.abort()
+            return response
         finally:
             upstream.release()
         await response.write_eof()
@@ -201,18 +248,21 @@ class PassThrough:
     ) -> web.Response:
         """The upstream's protected-resource metadata, its ``resource`` pointed at the gateway."""
         assert spec.url is not None
-        http = await self._client()
-        async with http.get(metadata_url(spec.url), allow_redirects=False) as upstream:
-            body = await upstream.read()
-            headers = dict(end_to_end(upstream.headers.items(), ["content-encoding"]))
-            rewritten = rewrite_resource(body, gateway_url) if upstream.status == 200 else None
-            if rewritten is not None and session_key:
-                session = self._session(session_key, spec.name, spec)
-                edit = {"from": orjson.loads(body)["resource"], "to": gateway_url}
-                session.recorder.event(session.context, "proxy_edit", "protected-resource resource", edit)
-            return web.Response(
-                status=upstream.status, body=rewritten if rewritten is not None else body, headers=headers
-            )
+        http = self._http or self._client()
+        upstream = await http.request("GET", metadata_url(spec.url), [("Accept", "application/json")], None)
+        try:
+            body = b"".join([chunk async for chunk in upstream.chunks()])
+        finally:
+            upstream.release()
+        headers = dict(end_to_end(upstream.headers, ["content-encoding"]))
+        rewritten = rewrite_resource(body, gateway_url) if upstream.status == 200 else None
+        if rewritten is not None and session_key:
+            session = self._session(session_key, spec.name, spec)
+            edit = {"from": orjson.loads(body)["resource"], "to": gateway_url}
+            session.recorder.event(session.context, "proxy_edit", "protected-resource resource", edit)
+        return web.Response(
+            status=upstream.status, body=rewritten if rewritten is not None else body, headers=headers
+        )
 
     def sweep(self, idle_timeout: float) -> None:
         now = time.monotonic()
