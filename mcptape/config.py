@@ -8,8 +8,11 @@ JSON file of this shape::
                   "env": {"DEBUG": "1"}, "cwd": "/home/me"},
         "remote": {"url": "https://mcp.example.com/mcp", "type": "http", "headers": {"X-Team": "a"}}}}
 
-``load_config`` turns such a file into ``UpstreamSpec`` values; ``resolve_upstream``
-looks a name up in it and, failing that, among the servers built into mcptape.
+VS Code's ``mcp.json`` has the same entries under ``"servers"`` (with ``"type": "stdio"``
+on local ones); both keys are read. ``load_config`` turns such a file into
+``UpstreamSpec`` values; ``resolve_upstream`` looks a name up in it and, failing that,
+among the servers built into mcptape. One malformed entry does not hide the others:
+``read_registry`` keeps its one-line complaint, given when that name is asked for.
 """
 
 from __future__ import annotations
@@ -28,7 +31,16 @@ from mcptape.redact import redact_argv, redact_url
 Transport = Literal["stdio", "http", "sse"]
 
 # The "type" values clients write for remote entries, and the transport each means.
-REMOTE_TYPES: dict[str, Transport] = {"http": "http", "streamable-http": "http", "sse": "sse"}
+REMOTE_TYPES: dict[str, Transport] = {
+    "http": "http",
+    "streamable-http": "http",
+    "streamable_http": "http",
+    "streamableHttp": "http",
+    "sse": "sse",
+}
+
+# The top-level keys that hold the entries: most clients, then VS Code's mcp.json.
+SERVER_KEYS: tuple[str, ...] = ("mcpServers", "servers")
 
 
 class ConfigError(Exception):
@@ -101,13 +113,46 @@ def read_config_document(path: str | os.PathLike[str]) -> tuple[str, dict[str, A
         raise ConfigError(
             f"{file}: JSON nested too deeply to read; an mcpServers file needs a few levels"
         ) from None
-    if not isinstance(document, dict) or "mcpServers" not in document:
+    key = servers_key(document)
+    if key is None:
         raise ConfigError(
-            f'{file} has no top-level "mcpServers" object; expected {{"mcpServers": {{"name": {{"command": ...}}}}}}'
+            f'{file} has no top-level "mcpServers" object (nor VS Code\'s "servers"); expected {{"mcpServers": {{"name": {{"command": ...}}}}}}'
         )
-    if not isinstance(document["mcpServers"], dict):
-        raise ConfigError(f'{file}: "mcpServers" must be an object mapping server names to entries')
+    if not isinstance(document[key], dict):
+        raise ConfigError(f'{file}: "{key}" must be an object mapping server names to entries')
     return text, document
+
+
+def servers_key(document: Any) -> str | None:
+    """The top-level key of ``document`` that holds its server entries, if any."""
+    if not isinstance(document, dict):
+        return None
+    return next((key for key in SERVER_KEYS if key in document), None)
+
+
+@dataclass(frozen=True)
+class Registry:
+    """A config file's entries: those that parse, and a one-line complaint for each that does not."""
+
+    specs: dict[str, UpstreamSpec]
+    problems: dict[str, str]
+
+
+def read_registry(path: str | os.PathLike[str]) -> Registry:
+    """Every entry of a config file, a malformed one set aside with its complaint.
+
+    Raises ConfigError only for what makes the whole file unusable (missing, invalid
+    JSON, no servers object): a client config with one odd entry still serves the rest.
+    """
+    _, document = read_config_document(path)
+    specs: dict[str, UpstreamSpec] = {}
+    problems: dict[str, str] = {}
+    for name, entry in document[servers_key(document) or ""].items():
+        try:
+            specs[name] = parse_entry(name, entry, source=str(path))
+        except ConfigError as exc:
+            problems[name] = str(exc)
+    return Registry(specs, problems)
 
 
 def load_config(path: str | os.PathLike[str]) -> dict[str, UpstreamSpec]:
@@ -116,10 +161,10 @@ def load_config(path: str | os.PathLike[str]) -> dict[str, UpstreamSpec]:
     Raises ConfigError (one line) for a missing file, invalid JSON, no ``mcpServers``,
     or an entry that is malformed or has neither ``command`` nor ``url``.
     """
-    _, document = read_config_document(path)
-    return {
-        name: parse_entry(name, entry, source=str(path)) for name, entry in document["mcpServers"].items()
-    }
+    registry = read_registry(path)
+    if registry.problems:
+        raise ConfigError(next(iter(registry.problems.values())))
+    return registry.specs
 
 
 def parse_entry(name: str, entry: Any, source: str = "config") -> UpstreamSpec:
@@ -174,6 +219,7 @@ def resolve_upstream(
     """
     if config_path is not None:
         known = known_upstreams(config_path)
+        _refuse_broken(name, config_path)
         if name in known:
             return known[name]
         raise ConfigError(
@@ -194,6 +240,7 @@ def resolve_upstream(
         if name in builtins:
             return builtins[name]
         raise ConfigError(f"{exc} (read because no --config was given; pass --config FILE)") from None
+    _refuse_broken(name, default)
     if name in known:
         return known[name]
     raise ConfigError(
@@ -202,9 +249,19 @@ def resolve_upstream(
     )
 
 
+def _refuse_broken(name: str, config_path: str | os.PathLike[str]) -> None:
+    """Raise the complaint about ``name``'s entry when the file has one that does not parse."""
+    problem = read_registry(config_path).problems.get(name)
+    if problem is not None:
+        raise ConfigError(problem)
+
+
 def known_upstreams(config_path: str | os.PathLike[str] | None = None) -> dict[str, UpstreamSpec]:
-    """Every upstream a name can refer to: the config file's entries first, then the built-ins."""
-    configured = load_config(config_path) if config_path is not None else {}
+    """Every upstream a name can refer to: the config file's entries first, then the built-ins.
+
+    Entries that do not parse are left out (``read_registry`` says why).
+    """
+    configured = read_registry(config_path).specs if config_path is not None else {}
     builtins = {name: spec for name, spec in builtin_upstreams().items() if name not in configured}
     return {**configured, **builtins}
 

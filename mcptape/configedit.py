@@ -35,11 +35,12 @@ def json_string(value: str) -> str:
 def server_entries(text: str) -> dict[str, tuple[int, int]]:
     """Where each mcpServers entry's value lies in ``text`` (the last of duplicate names
     wins, as it does for parsers)."""
-    top = object_members(text)
-    servers = _last(top or [], "mcpServers")
+    top = object_members(text) or []
+    # The key a parser reads the entries from (mcptape.config.SERVER_KEYS, in order).
+    servers = _last(top, "mcpServers") or _last(top, "servers")
     entries = object_members(text, servers.value_start) if servers else None
     if entries is None:
-        raise EditError('no "mcpServers" object found in the text')
+        raise EditError('no "mcpServers" (or "servers") object found in the text')
     return {m.key: (m.value_start, m.value_end) for m in entries}
 
 

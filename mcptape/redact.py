@@ -24,17 +24,22 @@ What counts as a secret (case-insensitive, ``_`` and ``-`` alike):
   credentials after ``Bearer``/``Basic``/``Token``;
 - headers: ``Authorization``, ``Proxy-Authorization`` (the scheme is kept:
   ``Bearer «redacted:…»``), ``Cookie``, ``Set-Cookie``, ``X-Api-Key``, ``Api-Key``,
-  ``*-Token``, ``*-Key``, ``*-Secret`` and the names the user adds.
+  ``*-Token``, ``*-Key``, ``*-Secret`` and the names the user adds;
+- in JSON-RPC messages, the values at the JSON paths the user names
+  (:func:`parse_json_path`, :func:`redact_json_paths`): JSON Pointers (RFC 6901)
+  where a ``*`` segment stands for any key or index, e.g. ``/params/arguments/password``
+  or ``/result/content/*/text``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
 import secrets
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "PLACEHOLDER",
@@ -42,10 +47,12 @@ __all__ = [
     "is_secret_env_name",
     "is_secret_flag",
     "is_secret_header",
+    "parse_json_path",
     "placeholder",
     "redact_argv",
     "redact_env",
     "redact_headers",
+    "redact_json_paths",
     "redact_text",
     "redact_url",
 ]
@@ -219,3 +226,67 @@ def redact_headers(headers: Mapping[str, str], extra_names: Iterable[str] = ()) 
         name: _header_value(name, value) if is_secret_header(name, extra) else value
         for name, value in headers.items()
     }
+
+
+JsonPath = tuple[str, ...]
+
+
+def parse_json_path(text: str) -> JsonPath:
+    """A JSON Pointer (``/params/arguments/password``; ``*`` matches any key or index) as segments.
+
+    Raises ValueError saying what is wrong when ``text`` is not one.
+    """
+    if not text.startswith("/"):
+        raise ValueError(
+            f"{text!r} is not a JSON path: it must start with / (for example /params/arguments/password)"
+        )
+    segments = tuple(part.replace("~1", "/").replace("~0", "~") for part in text[1:].split("/"))
+    if re.search(r"~[^01]|~$", text):
+        raise ValueError(f"{text!r} is not a JSON path: ~ is only allowed as ~0 (~) or ~1 (/)")
+    return segments
+
+
+def _redact_at(value: Any, path: JsonPath) -> tuple[Any, bool]:
+    """``value`` with whatever ``path`` names replaced by placeholders; whether anything was."""
+    if not path:
+        if isinstance(value, str):
+            return (value, False) if PLACEHOLDER.fullmatch(value) else (placeholder(value), True)
+        # A number, object or array becomes the placeholder of its JSON text.
+        return placeholder(json.dumps(value, sort_keys=True, separators=(",", ":"))), True
+    head, rest = path[0], path[1:]
+    changed = False
+    if isinstance(value, dict):
+        keys = list(value) if head == "*" else [head] if head in value else []
+        for key in keys:
+            value[key], hit = _redact_at(value[key], rest)
+            changed |= hit
+    elif isinstance(value, list):
+        indexes = range(len(value)) if head == "*" else [int(head)] if head.isdigit() else []
+        for i in indexes:
+            if i < len(value):
+                value[i], hit = _redact_at(value[i], rest)
+                changed |= hit
+    return value, changed
+
+
+def redact_json_paths(data: bytes, paths: Iterable[JsonPath]) -> bytes | None:
+    """A JSON-RPC message (or each message of a batch) with the values at ``paths`` replaced
+    by placeholders; None when nothing matched (or ``data`` is not JSON): keep the bytes as
+    they are. A redacted message is re-encoded compactly (keys in their order, numbers
+    with their values)."""
+    paths = list(paths)
+    if not paths:
+        return None
+    try:
+        # The standard library, not orjson: integers beyond 64 bits (ids) must stay exact.
+        message = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    changed = False
+    for item in message if isinstance(message, list) else [message]:
+        for path in paths:
+            _, hit = _redact_at(item, path)
+            changed |= hit
+    if not changed:
+        return None
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")

@@ -104,7 +104,8 @@ def wrap_servers(
     running through `mcptape record`, and what happened to each entry."""
     servers: dict[str, Any] = {}
     outcomes: list[Outcome] = []
-    for name, entry in document["mcpServers"].items():
+    key = _key(document)
+    for name, entry in document[key].items():
         servers[name] = entry
         if only is not None and name not in only:
             continue
@@ -143,7 +144,7 @@ def wrap_servers(
         ]
         servers[name] = _with_command(entry, launcher[0], [*launcher[1:], *record], ())
         outcomes.append(Outcome(name, "wrapped", shlex.join(tokens)))
-    return {**document, "mcpServers": servers}, outcomes
+    return {**document, key: servers}, outcomes
 
 
 def _unwrap_entry(entry: dict[str, Any], wrapped: Wrapped, backup_entry: Any) -> dict[str, Any]:
@@ -212,8 +213,9 @@ def unwrap_servers(
     """
     servers: dict[str, Any] = {}
     outcomes: list[Outcome] = []
-    backed_up = backup.get("mcpServers") if isinstance(backup, dict) else None
-    for name, entry in document["mcpServers"].items():
+    key = _key(document)
+    backed_up = backup.get(key) if isinstance(backup, dict) else None
+    for name, entry in document[key].items():
         servers[name] = entry
         if only is not None and name not in only:
             continue
@@ -227,7 +229,14 @@ def unwrap_servers(
         tokens = tokens_of(entry) or []
         restored = wrapped.url or "" if wrapped.cut is None else shlex.join(tokens[wrapped.cut :])
         outcomes.append(Outcome(name, "unwrapped", restored))
-    return {**document, "mcpServers": servers}, outcomes
+    return {**document, key: servers}, outcomes
+
+
+def _key(document: dict[str, Any]) -> str:
+    """The member holding the entries: ``mcpServers``, or ``servers`` in VS Code's mcp.json."""
+    from mcptape.config import servers_key
+
+    return servers_key(document) or "mcpServers"
 
 
 def rewrite_text(text: str, old: dict[str, Any], new: dict[str, Any], backup_text: str | None = None) -> str:
@@ -242,14 +251,15 @@ def rewrite_text(text: str, old: dict[str, Any], new: dict[str, Any], backup_tex
     backup: dict[str, Any] = {}
     if backup_text is not None:
         try:
-            backup = json.loads(backup_text)["mcpServers"]
+            backup = json.loads(backup_text)[_key(old)]
             backup_spans = configedit.server_entries(backup_text)
             backup_entries = {name: backup_text[a:b] for name, (a, b) in backup_spans.items()}
         except (ValueError, KeyError, TypeError, RecursionError, EditError):
             backup = {}
     edits: dict[str, str] = {}
-    for name, entry in new["mcpServers"].items():
-        before = old["mcpServers"][name]
+    key = _key(old)
+    for name, entry in new[key].items():
+        before = old[key][name]
         if entry is before:
             continue
         entry_text = text[spans[name][0] : spans[name][1]]

@@ -17,6 +17,7 @@ from mcptape.config import (
     known_upstreams,
     load_config,
     parse_entry,
+    read_registry,
     resolve_upstream,
 )
 from tests.conftest import ROOT
@@ -210,3 +211,52 @@ def test_reading_a_config_keeps_crlf_and_strips_only_the_bom(tmp_path: Path) -> 
     text, document = read_config_document(path)
     assert text == '{\r\n  "mcpServers": {}\r\n}\r\n'
     assert document == {"mcpServers": {}}
+
+
+def test_vscode_mcp_json_entries_under_servers_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    document = {
+        "inputs": [],
+        "servers": {
+            "fs": {"type": "stdio", "command": "npx", "args": ["-y", "fs"]},
+            "web": {"type": "streamableHttp", "url": "https://x/mcp"},
+        },
+    }
+    path.write_text(json.dumps(document), encoding="utf-8")
+    specs = load_config(path)
+    assert specs["fs"].command == ["npx", "-y", "fs"]
+    assert specs["web"].transport == "http"
+    assert resolve_upstream("fs", path).command == ["npx", "-y", "fs"]
+
+
+def test_one_malformed_entry_does_not_hide_the_others(tmp_path: Path) -> None:
+    path = write_config(tmp_path, {"good": {"command": "srv"}, "bad": {"command": 5}, "empty": {}})
+    registry = read_registry(path)
+    assert list(registry.specs) == ["good"]
+    assert set(registry.problems) == {"bad", "empty"}
+    assert "command must be a non-empty string" in registry.problems["bad"]
+    assert resolve_upstream("good", path).command == ["srv"]
+    assert list(known_upstreams(path)) == ["good", "debug-script", "demo"]
+    # Asking for the broken entry gives its complaint, not "unknown upstream".
+    with pytest.raises(ConfigError, match=r"server 'bad': command must be a non-empty string"):
+        resolve_upstream("bad", path)
+    with pytest.raises(ConfigError, match=r"server 'empty' has neither"):
+        resolve_upstream("empty", default_config=path)
+
+
+def test_servers_lists_a_malformed_entry_as_invalid_with_its_reason(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from mcptape.cli.main import cli
+
+    path = write_config(tmp_path, {"good": {"command": "srv"}, "bad\x1b]0;x\x07": {"args": ["a"]}})
+    result = CliRunner().invoke(cli, ["servers", "--config", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.output)}
+    assert rows["good"]["transport"] == "stdio"
+    broken = rows["bad\x1b]0;x\x07"]
+    assert broken["transport"] == "invalid"
+    assert broken["target"].startswith("has neither")
+    table = CliRunner().invoke(cli, ["servers", "--config", str(path)])
+    assert table.exit_code == 0
+    assert "\x1b" not in table.output and "invalid" in table.output

@@ -109,3 +109,19 @@ def test_unreadable_recordings_are_one_line_errors(two_versions: Path, tmp_path:
     assert_one_line_error(
         mcptape("diff", str(tmp_path / "missing.jsonl"), "v1", db=two_versions), "cannot read"
     )
+
+
+def test_names_from_a_hostile_recording_cannot_drive_the_terminal(two_versions: Path, tmp_path: Path) -> None:
+    exported = tmp_path / "v2.jsonl"
+    assert mcptape("export", "v2", "-o", str(exported), db=two_versions).returncode == 0
+    # A tool renamed with an OSC title sequence and a bidi override, as JSON escapes in the frames.
+    text = exported.read_text(encoding="utf-8")
+    hostile = text.replace(
+        '\\"name\\":\\"echo\\"', '\\"name\\":\\"echo\\\\u001b]0;owned\\\\u0007\\\\u202e\\"'
+    )
+    assert hostile != text
+    exported.write_text(hostile, encoding="utf-8")
+    done = mcptape("diff", "v1", str(exported), db=two_versions)
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout and "\u202e" not in done.stdout
+    assert "echo\\u001b]0;owned\\u0007\\u202e" in done.stdout

@@ -109,6 +109,16 @@ def test_every_transport_pair_gives_the_same_results_as_a_direct_connection(
             )
         }
         assert streams == ({"post"} if client == "http" else {"sse-endpoint"})
+        # ...and each server frame the stream it went out on (a stdio upstream's carry nothing else).
+        key = "$.stream" if upstream == "stdio" else "$.downstream.stream"
+        out = {
+            s
+            for (s,) in con.execute(
+                f"select distinct json_extract(meta, '{key}') from frames where direction='s2c' and origin='server'"
+            )
+        }
+        if (client, upstream) != ("http", "http"):  # passed through: the upstream's own metadata
+            assert out <= ({"post", "get"} if client == "http" else {"sse"}) and out
         assert con.execute("select count(*) from frames where kind='malformed'").fetchone() == (0,)
         # Legacy SSE: the endpoint event mcptape served and, behind it, the upstream's own.
         endpoints = [

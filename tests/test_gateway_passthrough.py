@@ -131,11 +131,14 @@ def test_oauth_401_metadata_and_the_clients_authorization_pass_through(
         dump = json.dumps(
             [con.execute(f"select * from {t}").fetchall() for t in ("frames", "events")], default=str
         )
-        edits = con.execute("select count(*) from events where kind='proxy_edit'").fetchone()[0]
+        edits = con.execute("select text, data from events where kind='proxy_edit' order by id").fetchall()
     finally:
         con.close()
     assert "upstream-oauth-token" not in dump and (g.token or "-") not in dump
-    assert edits == 2  # one per 401 that crossed
+    # One per 401 that crossed, and the protected-resource document's resource field.
+    assert [text for text, _ in edits].count("WWW-Authenticate resource_metadata") == 2
+    (resource,) = [json.loads(data) for text, data in edits if text == "protected-resource resource"]
+    assert resource == {"from": url, "to": f"{g.base}/servers/prot/mcp"}
 
 
 def urlsplit_netloc(url: str) -> str:

@@ -60,7 +60,8 @@ def test_record_url_gives_the_same_results_as_a_direct_connection(
     ((name, status, mode, session_transport, upstream, client_name, server_name),) = rows(
         db_path, "select name, status, mode, transport, upstream, client_name, server_name from sessions"
     )
-    assert (name, status, mode, session_transport) == ("remote", "closed", "record", f"stdio->{transport}")
+    # The transport actually used, also when auto chose it.
+    assert (name, status, mode, session_transport) == ("remote", "closed", "record", f"stdio->{actual}")
     assert upstream == url and client_name == "mcp" and server_name == "mcp-servers/everything"
     assert rows(db_path, "select method from exchanges where direction='c2s' and response is null") == []
     # distinct: the server may also ask roots/list on its own when roots change.

@@ -362,6 +362,11 @@ ROUND_TRIPS = {
         '{"mcpServers": {"a": {"command": "x",\n                      "args": ["1", "2"]},\n'
         '                "b": {"command": "y"}}}\n'
     ),
+    # VS Code's .vscode/mcp.json: the entries sit under "servers", local ones say "type": "stdio".
+    "vscode-servers": (
+        '{\n  "inputs": [],\n  "servers": {\n    "fs": {"type": "stdio", "command": "npx", "args": ["-y", "fs"]},\n'
+        '    "web": {"type": "http", "url": "https://x/mcp"}\n  }\n}\n'
+    ),
 }
 
 
@@ -377,7 +382,8 @@ def test_wrap_then_unwrap_gives_back_the_original_bytes(tmp_path: Path, name: st
     assert text.startswith(b"\xef\xbb\xbf") == original_bytes.startswith(b"\xef\xbb\xbf")
     assert (b"\r\n" in text) == (b"\r\n" in original_bytes)
     assert b"\n" not in text.replace(b"\r\n", b"") or b"\r\n" not in original_bytes
-    servers = json.loads(text.decode("utf-8-sig"))["mcpServers"]
+    document = json.loads(text.decode("utf-8-sig"))
+    servers = document.get("mcpServers", document.get("servers"))
     assert all(wrapped_split(entry) for entry in servers.values() if "url" not in entry)
     unwrapped = run("unwrap", path)
     assert unwrapped.exit_code == 0, unwrapped.output

@@ -70,8 +70,11 @@ def diff(a: str, b: str, db: str | None, as_json: bool, fail_on_breaking: bool) 
         data = report_json(report, first, second)
         sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
+        from mcptape.cli.safe_text import safe
+
+        # Tool names, descriptions and values come from the servers: escaped for the terminal.
         for line in report_lines(report, first, second):
-            sys.stdout.write(line + "\n")
+            sys.stdout.write(safe(line) + "\n")
     if fail_on_breaking and report.breaking:
         sys.exit(1)
 

@@ -8,6 +8,7 @@ import sys
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
 
 
 @click.command()
@@ -58,8 +59,10 @@ from mcptape.cli.common import UserError, db_option
     "--redact",
     "redact_names",
     multiple=True,
-    metavar="HEADER",
-    help="A further header whose value is redacted in recordings (repeatable).",
+    metavar="HEADER|/JSON/PATH",
+    help="Something more to redact in recordings (repeatable): a header name, or a JSON path "
+    "into each message, a JSON Pointer where * matches any key or index (e.g. "
+    "/params/arguments/password, /result/content/*/text). Forwarded messages are untouched.",
 )
 @click.option(
     "--idle-timeout",
@@ -77,6 +80,8 @@ from mcptape.cli.common import UserError, db_option
     metavar="SECONDS",
     help="On shutdown, how long each stdio upstream gets after its stdin closes, then after SIGTERM.",
 )
+@rule_options
+@declare_option
 def proxy(
     config_path: str | None,
     listen: str,
@@ -89,6 +94,11 @@ def proxy(
     redact_names: tuple[str, ...],
     idle_timeout: float,
     grace: float,
+    handle_sampling: str | None,
+    handle_elicitation: str | None,
+    roots: tuple[str, ...],
+    inject: str | None,
+    declare_capabilities: bool,
 ) -> None:
     """Serve every registered MCP server over HTTP, recording every session.
 
@@ -106,11 +116,25 @@ def proxy(
     every session, stops every upstream and flushes the recording.
 
     \b
+    Injection (--handle-sampling, --handle-elicitation, --roots, --inject) works as
+    for `record`, in every session. With injection rules, a streamable HTTP upstream
+    is no longer passed through request for request: the gateway runs each session
+    itself (its own session ids), so that it can answer the server's requests.
+
+    \b
     Examples:
       mcptape proxy --config claude_desktop_config.json
       mcptape proxy --listen 127.0.0.1:0 --no-auth
+      mcptape proxy --handle-sampling auto --roots /srv/project
+      mcptape proxy --redact /params/arguments/password --redact X-Session-Secret
     """
     host, port = _parse_listen(listen)
+    header_names, json_paths = _redactions(redact_names)
+    rules = rules_from_cli(handle_sampling, handle_elicitation, roots, inject)
+    if declare_capabilities and not rules:
+        raise UserError(
+            "--declare-capabilities needs rules to declare: --handle-sampling, --handle-elicitation, --roots or --inject"
+        )
     from mcptape.proxy.http.security import TOKEN_ENV, is_loopback, new_token
 
     if not is_loopback(host):
@@ -150,9 +174,12 @@ def proxy(
         db=db,
         idle_timeout=idle_timeout,
         grace=grace,
-        redact_names=redact_names,
+        redact_names=header_names,
+        redact_paths=json_paths,
         extra_hosts=allow_hosts,
         extra_origins=allow_origins,
+        rules=rules if rules else None,
+        declare_capabilities=declare_capabilities,
     )
     sys.exit(asyncio.run(run_gateway(config, token if announce else None)))
 
@@ -162,6 +189,30 @@ def _parse_listen(listen: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not host or int(port) > 65535:
         raise UserError(f"--listen {listen!r} is not HOST:PORT (for example 127.0.0.1:8808)")
     return host.strip("[]"), int(port)
+
+
+def _redactions(values: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...]]:
+    """--redact values split into header names and parsed JSON paths; a UserError for a bad one."""
+    import re
+
+    from mcptape.redact import parse_json_path
+
+    names: list[str] = []
+    paths: list[tuple[str, ...]] = []
+    for value in values:
+        if value.startswith("/"):
+            try:
+                paths.append(parse_json_path(value))
+            except ValueError as exc:
+                raise UserError(f"--redact {exc}") from None
+        elif re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", value):
+            names.append(value)
+        else:
+            raise UserError(
+                f"--redact {value!r} is neither a header name nor a JSON path starting with / "
+                "(for example X-Secret or /params/arguments/password)"
+            )
+    return tuple(names), tuple(paths)
 
 
 def _write_token(token: str, path: str | None) -> None:

@@ -24,7 +24,9 @@ def servers(config_path: str | None, fmt: str) -> None:
 
     Each row gives the name (what `record --upstream NAME` and `mcptape proxy`'s
     /servers/NAME/ take), the transport mcptape uses to reach it (stdio, http or sse),
-    where the entry comes from, and the command or URL (secrets redacted).
+    where the entry comes from, and the command or URL (secrets redacted). An entry
+    that mcptape cannot use is listed with transport "invalid" and the reason; the
+    others still work.
 
     \b
     Examples:
@@ -32,17 +34,23 @@ def servers(config_path: str | None, fmt: str) -> None:
       mcptape servers --config ~/.config/Claude/claude_desktop_config.json --json
     """
     from mcptape.cli.output import emit
-    from mcptape.config import ConfigError, builtin_upstreams, known_upstreams
+    from mcptape.config import ConfigError, builtin_upstreams, known_upstreams, read_registry
 
     try:
         known = known_upstreams(config_path)
+        problems = read_registry(config_path).problems if config_path is not None else {}
     except ConfigError as exc:
         raise UserError(str(exc)) from exc
     builtins = builtin_upstreams()
-    rows = []
+    rows: list[tuple[str, str, str, str]] = []
     for name, spec in known.items():
         source = "built-in" if name in builtins and spec == builtins[name] else str(config_path)
         rows.append((name, spec.transport, source, _safe(spec.describe(), spec.url is not None)))
+    prefix = f"{config_path}: server {{!r}}"
+    for name, problem in problems.items():
+        # The complaint without its "FILE: server 'x'" lead, which the row already says.
+        reason = problem.removeprefix(prefix.format(name)).lstrip(" :")
+        rows.append((name, "invalid", str(config_path), reason))
     emit(rows, COLUMNS, fmt)
 
 

@@ -53,7 +53,9 @@ def _load(config: str | None) -> _Config:
 def _selection(document: dict[str, Any], only: tuple[str, ...]) -> frozenset[str] | None:
     if not only:
         return None
-    servers = document["mcpServers"]
+    from mcptape.config import servers_key
+
+    servers = document[servers_key(document) or "mcpServers"]
     # `--only a,b` is `--only a --only b`, unless a server's own name has a comma.
     names = [part for value in only for part in ([value] if value in servers else value.split(","))]
     unknown = [name for name in names if name not in servers]

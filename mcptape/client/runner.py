@@ -105,7 +105,11 @@ class Runner:
         self.signalled: int | None = None
 
     def say(self, text: str) -> None:
-        print(f"mcptape: {text}", file=self.err, flush=True)
+        """One line on stderr. Log messages, error messages and names in it come from the
+        server: escaped so that they cannot drive the terminal."""
+        from mcptape.cli.safe_text import safe
+
+        print(f"mcptape: {safe(text)}", file=self.err, flush=True)
 
     def _print(self, text: str) -> None:
         print(text, file=self.out, flush=True)

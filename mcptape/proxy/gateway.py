@@ -19,7 +19,7 @@ import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -30,12 +30,15 @@ from mcptape.proxy.http import security
 from mcptape.proxy.http.gateway_store import GatewayStore
 from mcptape.proxy.http.headers import SESSION_ID, HeaderError, that_matter
 from mcptape.proxy.http.passthrough import WELL_KNOWN, PassThrough
-from mcptape.proxy.http.server import DownstreamLink, EventStream, HttpSessionLink
+from mcptape.proxy.http.server import DownstreamLink, EventStream, HttpSessionLink, StreamMeta
 from mcptape.proxy.http.sse_server import sse_get, sse_post
 from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.process import SpawnError
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.relay import Relay
+
+if TYPE_CHECKING:
+    from mcptape.rules import Rules
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -56,8 +59,11 @@ class GatewayConfig:
     idle_timeout: float = 600.0
     grace: float = 2.0
     redact_names: tuple[str, ...] = ()
+    redact_paths: tuple[tuple[str, ...], ...] = ()  # JSON paths redacted in recorded frames
     extra_hosts: tuple[str, ...] = ()
     extra_origins: tuple[str, ...] = ()
+    rules: Rules | None = None  # injection rules: every session gets an Injector
+    declare_capabilities: bool = False
 
 
 @dataclass(eq=False)
@@ -83,7 +89,8 @@ class Gateway:
         self.config = config
         self.sessions: dict[str, GatewaySession] = {}
         self.ending: set[GatewaySession] = set()  # ended by the client, upstream still closing
-        self.store = GatewayStore(config.db)
+        self.stateless: dict[str, list[GatewaySession]] = {}  # per entry: 2026-07-28 clients' pool
+        self.store = GatewayStore(config.db, config.redact_paths)
         self.hosts: frozenset[str] = frozenset()
         self._sweeper: asyncio.Task[None] | None = None
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mcptape-gateway-store")
@@ -166,7 +173,26 @@ class Gateway:
             recorder.event(context, "error", str(exc), None)
             recorder.session_end(context, Outcome("error", None, str(exc)))
             raise UpstreamUnavailable(f"upstream {name!r} cannot be started: {exc}") from exc
-        relay = Relay(link, upstream, AddonManager([recorder]), context, grace=self.config.grace)
+        from mcptape.proxy.http.upstream import AutoLink
+
+        if isinstance(upstream, AutoLink):
+
+            def settled(actual: str) -> None:
+                context.transport = f"{kind}->{actual}"
+                recorder.update(transport=context.transport)
+
+            upstream.on_settled = settled
+        # StreamMeta first: a server frame is placed on its client stream, and says which, before it
+        # is recorded. The injector after the recorder, as in `record` (a retry follows what it answers).
+        injector = None
+        if self.config.rules is not None:
+            from mcptape.proxy.injector import Injector
+
+            injector = Injector(self.config.rules, declare=self.config.declare_capabilities)
+        addons = AddonManager([StreamMeta(link), recorder, *([injector] if injector is not None else [])])
+        relay = Relay(link, upstream, addons, context, grace=self.config.grace)
+        if injector is not None:
+            injector.use_relay(relay)
         session = GatewaySession(link, relay, name, recorder)
         self.sessions[link.session_id] = session
         self.store.attach_later(self._pool, recorder, name, transport, spec)
@@ -200,9 +226,13 @@ class Gateway:
     # -- streamable HTTP -------------------------------------------------------------
 
     def _passed(self, request: web.Request) -> UpstreamSpec | None:
-        """The upstream's entry when it speaks streamable HTTP itself: requests pass through."""
+        """The upstream's entry when it speaks streamable HTTP itself: requests pass through.
+
+        Not with injection rules: answering the server's requests takes a relay, so the
+        gateway then runs the session itself, with an HTTP client link to the upstream.
+        """
         spec = self.config.registry[request.match_info["name"]]
-        return spec if spec.transport == "http" else None
+        return spec if spec.transport == "http" and self.config.rules is None else None
 
     def _gateway_url(self, request: web.Request) -> str:
         return f"{request.scheme}://{request.host}/servers/{request.match_info['name']}/mcp"
@@ -222,7 +252,9 @@ class Gateway:
         spec = self._passed(request)
         if spec is None:
             return error_response(404, "this upstream has no OAuth protected-resource metadata")
-        return await self.passthrough.protected_resource(spec, self._gateway_url(request), "")
+        # The edit is recorded in the client connection's session, where its 401 was.
+        key = f"{request.match_info['name']}:conn-{id(request.transport)}"
+        return await self.passthrough.protected_resource(spec, self._gateway_url(request), key)
 
     async def _mcp_post(self, request: web.Request) -> web.StreamResponse:
         passed = self._passed(request)
@@ -232,28 +264,65 @@ class Gateway:
         frame = Frame(body, "c2s", meta=self.frame_meta(request, "post"))
         sid = request.headers.get(SESSION_ID)
         headers: dict[str, str] = {}
+        stateless = False
         if sid is not None:
             session = self.sessions.get(sid)
-            if session is None or not isinstance(session.link, HttpSessionLink):
+            if (
+                session is None
+                or not isinstance(session.link, HttpSessionLink)
+                or session.extra.get("stateless")
+            ):
                 return error_response(
                     404, f"session {sid!r} does not exist (it ended or expired); start a new one"
                 )
         elif frame.method == "initialize" or frame.kind == "batch":
             sid = secrets.token_hex(16)
-            session = await self.open_session(request, HttpSessionLink(sid), "http")
             headers[SESSION_ID] = sid
+            session = await self.open_session(request, HttpSessionLink(sid, path=request.path), "http")
         else:
-            # 2026-07-28 clients have no session id: one session per client connection.
-            sid = f"conn-{id(request.transport)}"
-            session = self.sessions.get(sid) or await self.open_session(request, HttpSessionLink(sid), "http")
+            stateless = True
+            session = await self._stateless(request, frame)
         assert isinstance(session.link, HttpSessionLink)
         try:
-            stream = await session.link.post(frame)
+            stream = await session.link.post(frame, headers)
         except LinkClosed:
-            return error_response(404, "the session is closing")
+            if not stateless:
+                return error_response(404, "the session is closing")
+            # That pool session is ending (idle, its upstream died): a fresh one takes the request.
+            session.extra["closing"] = True
+            session = await self._stateless(request, frame)
+            assert isinstance(session.link, HttpSessionLink)
+            try:
+                stream = await session.link.post(frame, headers)
+            except LinkClosed:
+                return error_response(502, "the upstream session ended before it took the request")
         if stream is None:
             return web.Response(status=202, headers=headers)
         return await self.pump(request, session, stream, 0, headers)
+
+    async def _stateless(self, request: web.Request, frame: Frame) -> GatewaySession:
+        """The pool session that takes a 2026-07-28 request (see :mod:`mcptape.proxy.http.stateless`)."""
+        from mcptape.proxy.http.stateless import pick
+
+        name = request.match_info["name"]
+        pool = self.stateless.setdefault(name, [])
+        pool[:] = [
+            s for s in pool if self.sessions.get(s.link.session_id) is s and not s.extra.get("closing")
+        ]
+        index = pick([s.link.in_flight() for s in pool if isinstance(s.link, HttpSessionLink)], frame.message)
+        if index is not None:
+            return pool[index]
+        sid = f"stateless-{secrets.token_hex(8)}"
+        session = await self.open_session(request, HttpSessionLink(sid, path=request.path), "http")
+        session.extra["stateless"] = True
+        session.recorder.event(
+            session.relay.session,
+            "http_stateless",
+            f"serves {name}'s 2026-07-28 requests (no session id) from any client connection",
+            {"pool_size": len(pool) + 1},
+        )
+        pool.append(session)
+        return session
 
     async def pump(
         self,

@@ -214,6 +214,11 @@ class Recorder:
                 self._server_known = "server_name" in fields
                 self._put("update", (fields,), 256)
 
+    def update(self, **fields: Any) -> None:
+        """Queue new values for the session's row (after everything queued before). Any thread."""
+        with self._lock:
+            self._put("update", (fields,), 256)
+
     def event(self, session: SessionContext, kind: str, text: str | None, data: object) -> None:
         with self._lock:
             self._put("event", (kind, text, data), len(text or "") + 64)

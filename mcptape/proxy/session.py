@@ -86,6 +86,15 @@ async def run_record(plan: RecordPlan) -> int:
     server: Link
     if plan.upstream_link is not None:
         server = plan.upstream_link()
+        from mcptape.proxy.http.upstream import AutoLink
+
+        if isinstance(server, AutoLink):  # record the transport actually used, not "auto"
+
+            def settled(actual: str) -> None:
+                session.transport = f"stdio->{actual}"
+                recorder.update(transport=session.transport)
+
+            server.on_settled = settled
         store = BackgroundStore(plan.db, row, recorder).start()
         recorder.event(session, "upstream_connect", description, {"transport": plan.transport})
         return await _relay_and_finish(plan, client, server, addons, session, store, description)

@@ -50,6 +50,20 @@ class Fallback(Exception):
         self.frames = frames
 
 
+def speaks_json_rpc(body: bytes) -> bool:
+    """Whether an HTTP error body is a JSON-RPC answer (what a streamable HTTP server sends)."""
+    import orjson
+
+    try:
+        message = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    items = message if isinstance(message, list) else [message]
+    return bool(items) and all(
+        isinstance(m, dict) and m.get("jsonrpc") == "2.0" and ("error" in m or "result" in m) for m in items
+    )
+
+
 class HttpClientLink(LoopLink):
     """A streamable HTTP session with one remote server, as a :class:`~mcptape.proxy.link.Link`."""
 
@@ -120,8 +134,14 @@ class HttpClientLink(LoopLink):
         self._learn_session(response)
         status = response.status
         if first and self.probe and 400 <= status < 500 and status not in (401, 403):
-            response.release()
-            raise Fallback(status, [frame])
+            body = await response.content.read(MAX_ERROR_BODY)
+            if not speaks_json_rpc(body):
+                response.release()
+                raise Fallback(status, [frame])
+            # A JSON-RPC error (a 2025 server asked `server/discover`): a streamable HTTP
+            # server refusing this request, not a legacy one; its answer goes to the client.
+            self.spawn(self._error_body(frame, response, self._meta(response, "POST", "post"), body))
+            return
         if frame.method == "notifications/initialized" and not self._get_started and status < 300:
             self._get_started = True
             self.spawn(self._get_stream(None))
@@ -176,10 +196,13 @@ class HttpClientLink(LoopLink):
         self._learn_version(received)
         await self.deliver(received)
 
-    async def _error_body(self, frame: Frame, response: Any, meta: dict[str, Any]) -> None:
+    async def _error_body(
+        self, frame: Frame, response: Any, meta: dict[str, Any], body: bytes | None = None
+    ) -> None:
         """4xx/5xx: a JSON-RPC error body answering the request is delivered; else one is made up."""
         with contextlib.suppress(Exception):
-            body = await response.content.read(MAX_ERROR_BODY)
+            if body is None:
+                body = await response.content.read(MAX_ERROR_BODY)
             reply = Frame(body, "s2c", meta=meta) if body.strip() else None
             wanted = set(request_ids(frame))
             if reply is not None and wanted and set(response_ids(reply)) & wanted:

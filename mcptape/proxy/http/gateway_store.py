@@ -4,6 +4,10 @@ The store opens on a thread while the listener starts; each session's
 :class:`~mcptape.proxy.recorder.Recorder` holds its frames until its row exists, then
 is attached to the shared writer, which queues the row before the session's frames
 (the event loop never waits on the database).
+
+``--redact /json/path``: every session's frames are recorded through a
+:class:`RedactingWriter`, which replaces the values at those paths by placeholders in
+the recorded copy; the bytes forwarded are never touched.
 """
 
 from __future__ import annotations
@@ -11,21 +15,44 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mcptape.config import UpstreamSpec
+from mcptape.frames import Frame
 from mcptape.proxy.recorder import Recorder
+from mcptape.redact import JsonPath, redact_json_paths
 
 if TYPE_CHECKING:
     from mcptape.store import Store, Writer
 
 
+class RedactingWriter:
+    """A store writer that records frames with the values at ``paths`` redacted (everything else as is)."""
+
+    def __init__(self, writer: Writer, paths: Sequence[JsonPath]) -> None:
+        self.writer = writer
+        self.paths = tuple(paths)
+
+    def add_frame(self, session_id: str, seq: int, frame: Frame) -> None:
+        redacted = redact_json_paths(frame.data, self.paths)
+        if redacted is not None:
+            frame = Frame(
+                redacted, frame.direction, frame.origin, frame.ts, {**(frame.meta or {}), "redacted": True}
+            )
+        self.writer.add_frame(session_id, seq, frame)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.writer, name)
+
+
 class GatewayStore:
     """The gateway's database: opened once, in the background; closed (flushed) at shutdown."""
 
-    def __init__(self, db: str | None) -> None:
+    def __init__(self, db: str | None, redact_paths: Sequence[JsonPath] = ()) -> None:
         self.db = db
+        self.redact_paths = tuple(redact_paths)
         self.store: Store | None = None
         self.writer: Writer | None = None
         self.error: str | None = None
@@ -75,7 +102,10 @@ class GatewayStore:
         except Exception as exc:
             recorder.abandon(f"cannot create the session row: {exc}")
             return
-        recorder.attach(self.writer, session_id)
+        writer = self.writer
+        if self.redact_paths:
+            writer = cast("Writer", RedactingWriter(writer, self.redact_paths))
+        recorder.attach(writer, session_id)
 
     def close(self) -> Any:
         """Flush every frame queued and close (on a plain thread, never the loop)."""

@@ -206,6 +206,10 @@ class PassThrough:
             body = await upstream.read()
             headers = dict(end_to_end(upstream.headers.items(), ["content-encoding"]))
             rewritten = rewrite_resource(body, gateway_url) if upstream.status == 200 else None
+            if rewritten is not None and session_key:
+                session = self._session(session_key, spec.name, spec)
+                edit = {"from": orjson.loads(body)["resource"], "to": gateway_url}
+                session.recorder.event(session.context, "proxy_edit", "protected-resource resource", edit)
             return web.Response(
                 status=upstream.status, body=rewritten if rewritten is not None else body, headers=headers
             )

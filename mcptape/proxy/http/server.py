@@ -9,6 +9,12 @@ store per stream, bounded) so a client reconnecting with ``Last-Event-ID`` gets 
 missed. :class:`SseSessionLink` is a legacy HTTP+SSE session: one event stream for
 everything the server sends.
 
+Which stream a server frame goes on is decided once, by :meth:`DownstreamLink.place`,
+from any thread: the :class:`StreamMeta` addon calls it before the recorder sees the
+frame, so the recorded frame says how it went out (``http_method``, ``path``,
+``stream`` ``post``/``get``/``sse``, ``status``, ``headers``, ``event_id``: the keys
+an HTTP upstream link records), and the frame's later ``send`` finds it placed.
+
 The aiohttp handlers that feed these links live in :mod:`mcptape.proxy.gateway`.
 """
 
@@ -25,6 +31,8 @@ from collections.abc import Awaitable
 from typing import Any
 
 from mcptape.frames import Frame
+from mcptape.proxy.flow import Flow
+from mcptape.proxy.http.headers import that_matter
 from mcptape.proxy.http.routing import Router
 from mcptape.proxy.http.sse import encode_event
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LinkEnd
@@ -34,45 +42,68 @@ KEEP_STREAMS = 256  # closed streams remembered per session, for a late resumpti
 
 
 class EventStream:
-    """One SSE stream of a session: numbered events, kept for replay, pumped to at most one response."""
+    """One SSE stream of a session: numbered events, kept for replay, pumped to at most one response.
 
-    def __init__(self, key: str) -> None:
+    Events may be pushed from any thread (a stdio upstream's reader thread places its
+    frames); the pump runs on the event loop.
+    """
+
+    def __init__(self, key: str, meta: dict[str, Any] | None = None) -> None:
         self.key = key
+        self.meta: dict[str, Any] = meta or {}
         self.events: deque[tuple[int, bytes]] = deque(maxlen=KEEP_EVENTS)
         self.count = 0
         self.closed = False
         self.attached = False
+        self._lock = threading.Lock()
         self._changed = asyncio.Event()
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+        self._loop_thread = threading.get_ident() if self._loop is not None else None
+
+    def _notify(self) -> None:
+        if self._loop is None or threading.get_ident() == self._loop_thread:
+            self._changed.set()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody pumps any more
+                self._loop.call_soon_threadsafe(self._changed.set)
 
     def push(self, data: bytes) -> str:
-        self.count += 1
-        event_id = f"{self.key}-{self.count}"
-        self.events.append((self.count, encode_event(data, event="message", id=event_id)))
-        self._changed.set()
+        with self._lock:
+            self.count += 1
+            event_id = f"{self.key}-{self.count}"
+            self.events.append((self.count, encode_event(data, event="message", id=event_id)))
+        self._notify()
         return event_id
 
     def push_raw(self, encoded: bytes) -> None:
         """An event that is not a numbered message (the legacy ``endpoint`` event)."""
-        self.count += 1
-        self.events.append((self.count, encoded))
-        self._changed.set()
+        with self._lock:
+            self.count += 1
+            self.events.append((self.count, encoded))
+        self._notify()
 
     def close(self) -> None:
         self.closed = True
-        self._changed.set()
+        self._notify()
+
+    def _after(self, sent: int) -> list[tuple[int, bytes]]:
+        with self._lock:
+            return [(n, data) for n, data in self.events if n > sent]
 
     async def pump(self, write: Any, after: int = 0) -> None:
         """Write every event after number ``after`` with ``write`` (an async callable) until closed."""
         sent = after
         while True:
-            pending = [(n, data) for n, data in self.events if n > sent]
-            for n, data in pending:
+            for n, data in self._after(sent):
                 await write(data)
                 sent = n
-            if self.closed and not any(n > sent for n, _ in self.events):
+            if self.closed and not self._after(sent):
                 return
             self._changed.clear()
-            if any(n > sent for n, _ in self.events) or self.closed:
+            if self._after(sent) or self.closed:
                 continue
             await self._changed.wait()
 
@@ -80,9 +111,13 @@ class EventStream:
 class DownstreamLink(abc.ABC):
     """Base of the client-facing HTTP links: frames in from handlers (loop), out from any thread."""
 
-    def __init__(self, session_id: str, name: str) -> None:
+    def __init__(self, session_id: str, name: str, path: str = "") -> None:
         self.session_id = session_id
         self.name = name
+        self.path = path
+        # Routing state is shared by the loop (POSTs) and a stdio upstream's reader thread.
+        self._lock = threading.Lock()
+        self._placed: dict[int, Frame] = {}  # frames StreamMeta placed before their send
         self.last_active = time.monotonic()
         self._deliver: Deliver | None = None
         self._ended_cb: Ended | None = None
@@ -125,18 +160,29 @@ class DownstreamLink(abc.ABC):
     def send(self, frame: Frame) -> Awaitable[Any] | None:
         if self._send_closed or self._loop is None:
             raise LinkClosed(f"{self.name}: closed")
-        if threading.get_ident() == self._loop_thread:
-            self._route(frame)
-        else:
-            try:
-                self._loop.call_soon_threadsafe(self._route, frame)
-            except RuntimeError as exc:
-                raise LinkClosed(f"{self.name}: closed") from exc
+        with self._lock:
+            if self._placed.pop(id(frame), None) is frame:
+                return None
+            self._place(frame)
         return None
 
+    def place(self, frame: Frame) -> dict[str, Any] | None:
+        """Put a server frame on its client stream now (any thread); how it went out, or None.
+
+        The returned metadata is the stream's (``http_method``, ``path``, ``stream``,
+        ``status``, ``headers``) with the frame's SSE ``event_id``; the frame's later
+        :meth:`send` does nothing more. None when the link is closed (``send`` says so).
+        """
+        with self._lock:
+            if self._send_closed or self._loop is None:
+                return None
+            meta = self._place(frame)
+            self._placed[id(frame)] = frame
+            return meta
+
     @abc.abstractmethod
-    def _route(self, frame: Frame) -> None:
-        """Put a server frame on the client stream it belongs to (on the loop)."""
+    def _place(self, frame: Frame) -> dict[str, Any]:
+        """Under the lock: push a server frame on the stream it belongs to; that stream's metadata."""
 
     @abc.abstractmethod
     def _close_streams(self) -> None:
@@ -145,6 +191,8 @@ class DownstreamLink(abc.ABC):
     def close_send(self) -> None:
         if not self._send_closed:
             self._send_closed = True
+            with self._lock:
+                self._placed.clear()
             if self._loop is not None:
                 with contextlib.suppress(RuntimeError):
                     self._loop.call_soon_threadsafe(self._close_streams)
@@ -175,41 +223,66 @@ class DownstreamLink(abc.ABC):
         return self._end
 
 
+def stream_meta(method: str, path: str, stream: str, headers: dict[str, str]) -> dict[str, Any]:
+    """How a client stream is served, in the keys an HTTP upstream link records for its frames."""
+    return {
+        "http_method": method,
+        "path": path,
+        "stream": stream,
+        "status": 200,
+        # Lower-case names, as HTTP/2 and most servers send them: one JSON key for views to query.
+        "headers": {
+            k.lower(): v
+            for k, v in that_matter([("Content-Type", "text/event-stream"), *headers.items()]).items()
+        },
+    }
+
+
 class HttpSessionLink(DownstreamLink):
     """One streamable HTTP session whose id mcptape minted (any upstream behind it)."""
 
-    def __init__(self, session_id: str, name: str = "client") -> None:
-        super().__init__(session_id, name)
+    def __init__(self, session_id: str, name: str = "client", path: str = "") -> None:
+        super().__init__(session_id, name, path)
         self.router = Router()
         self._numbers = itertools.count(1)
-        self.get_stream = EventStream("g")
+        self.get_stream = EventStream("g", stream_meta("GET", path, "get", {}))
         self.streams: dict[str, EventStream] = {"g": self.get_stream}
         self._closed_order: deque[str] = deque()
 
-    async def post(self, frame: Frame) -> EventStream | None:
-        """Deliver a POSTed frame; the stream its answers come on, or None (answer 202)."""
+    async def post(self, frame: Frame, headers: dict[str, str] | None = None) -> EventStream | None:
+        """Deliver a POSTed frame; the stream its answers come on (sent with ``headers``), or None (202)."""
         stream: EventStream | None = None
         message = frame.message
         key = f"p{next(self._numbers)}"
-        if message is not None and self.router.opened(key, message):
-            stream = self.streams[key] = EventStream(key)
+        if message is not None:
+            with self._lock:
+                if self.router.opened(key, message):
+                    meta = stream_meta("POST", self.path, "post", headers or {})
+                    stream = self.streams[key] = EventStream(key, meta)
         try:
             await self.receive(frame)
         except LinkClosed:
             if stream is not None:
-                self.router.closed(key)
-                self._retire(key)
+                with self._lock:
+                    self.router.closed(key)
+                    self._retire(key)
             raise
         return stream
 
-    def _route(self, frame: Frame) -> None:
+    def in_flight(self) -> set[str]:
+        """The id keys of the client requests this session has not answered yet."""
+        with self._lock:
+            return {key for entry in self.router.open.values() for key in entry.ids}
+
+    def _place(self, frame: Frame) -> dict[str, Any]:
         message = frame.message
         target = self.router.route(message) if message is not None else None
-        stream = self.streams.get(target) if target is not None else None
-        (stream or self.get_stream).push(frame.data)
+        stream = (self.streams.get(target) if target is not None else None) or self.get_stream
+        event_id = stream.push(frame.data)
         if message is not None:
             for done in self.router.answered(message):
                 self._retire(done)
+        return {**stream.meta, "event_id": event_id}
 
     def _retire(self, key: str) -> None:
         stream = self.streams.get(key)
@@ -223,25 +296,50 @@ class HttpSessionLink(DownstreamLink):
     def resume(self, last_event_id: str) -> tuple[EventStream, int] | None:
         """The stream and position a ``Last-Event-ID`` names; None when unknown."""
         key, _, number = last_event_id.rpartition("-")
-        stream = self.streams.get(key)
+        with self._lock:
+            stream = self.streams.get(key)
         if stream is None or not number.isdigit():
             return None
         return stream, int(number)
 
     def _close_streams(self) -> None:
-        for stream in self.streams.values():
+        with self._lock:
+            streams = list(self.streams.values())
+        for stream in streams:
             stream.close()
 
 
 class SseSessionLink(DownstreamLink):
     """One legacy HTTP+SSE session: everything the server sends goes on the one event stream."""
 
-    def __init__(self, session_id: str, name: str = "client") -> None:
-        super().__init__(session_id, name)
-        self.stream = EventStream("s")
+    def __init__(self, session_id: str, name: str = "client", path: str = "") -> None:
+        super().__init__(session_id, name, path)
+        self.stream = EventStream("s", stream_meta("GET", path, "sse", {}))
 
-    def _route(self, frame: Frame) -> None:
-        self.stream.push(frame.data)
+    def _place(self, frame: Frame) -> dict[str, Any]:
+        return {**self.stream.meta, "event_id": self.stream.push(frame.data)}
 
     def _close_streams(self) -> None:
         self.stream.close()
+
+
+class StreamMeta:
+    """Addon, before the recorder: places each server frame on its client stream and records how.
+
+    A stdio upstream's frames carry no HTTP metadata of their own; this gives each the
+    downstream stream it went out on. A frame that already has an HTTP upstream's
+    metadata keeps it, and the downstream side goes under ``downstream``.
+    """
+
+    def __init__(self, link: DownstreamLink) -> None:
+        self.link = link
+
+    def frame_done(self, flow: Flow) -> None:
+        frame = flow.outgoing
+        if frame is None or frame.direction != "s2c" or (frame.meta or {}).get("forwarded") is False:
+            return  # not going to the client (mcptape's own replies are never forwarded)
+        meta = self.link.place(frame)
+        if meta is None:
+            return
+        old = frame.meta or {}
+        frame.meta = {**old, "downstream": meta} if "stream" in old else {**old, **meta}

@@ -28,7 +28,7 @@ async def sse_get(gateway: Gateway, request: web.Request) -> web.StreamResponse:
     from mcptape.proxy.gateway import error_response
 
     sid = secrets.token_hex(16)
-    link = SseSessionLink(sid)
+    link = SseSessionLink(sid, path=request.path)
     session = await gateway.open_session(request, link, "sse")
     endpoint = f"/servers/{request.match_info['name']}/messages?session_id={sid}"
     link.stream.push_raw(encode_event(endpoint.encode(), event="endpoint"))

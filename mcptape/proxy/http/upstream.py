@@ -3,13 +3,18 @@
 ``auto`` follows the specification's backwards-compatibility rule: POST the first
 frame (``initialize``) as streamable HTTP; if the server answers with a 4xx (405, 404,
 400) or cannot take a POST at all, GET the same URL expecting a legacy SSE stream whose
-first event is ``endpoint``, and send everything through that.
+first event is ``endpoint``, and send everything through that. A 4xx whose body is a
+JSON-RPC error is a streamable HTTP server speaking (a 2025 server refusing a 2026-07-28
+``server/discover``): no fallback, the error goes to the client.
+
+``on_settled`` learns the transport actually used (``http`` or ``sse``) once it is known,
+so the recording says which, not ``auto``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcptape.frames import Frame
@@ -41,14 +46,27 @@ class AutoLink:
         self.active.on_fallback = self._fall_back
         self._callbacks: tuple[Deliver, Ended, EventSink] | None = None
         self._closing: asyncio.Task[LinkEnd] | None = None
+        self.on_settled: Callable[[str], None] | None = None
+        self._settled = False
 
     @property
     def transport(self) -> str:
         return "sse" if isinstance(self.active, SseClientLink) else "http"
 
     def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
-        self._callbacks = (deliver, ended, event)
-        self.active.start(deliver, ended, event)
+        def first_deliver(frame: Frame) -> Awaitable[Any] | None:
+            # The first frame from the server: its transport is the one in use from now on.
+            self._settle()
+            return deliver(frame)
+
+        self._callbacks = (first_deliver, ended, event)
+        self.active.start(first_deliver, ended, event)
+
+    def _settle(self) -> None:
+        if not self._settled:
+            self._settled = True
+            if self.on_settled is not None:
+                self.on_settled(self.transport)
 
     def _fall_back(self, fallback: Fallback) -> None:
         assert self._callbacks is not None
@@ -64,6 +82,7 @@ class AutoLink:
             self.url, self.headers, name=self.name, redact_names=self.redact_names, first=fallback.frames
         )
         self.active.start(deliver, ended, event)
+        self._settle()
         old.stop_receiving()
         old._ended_cb = None  # the probe's end is not the session's
         self._closing = asyncio.get_running_loop().create_task(old.aclose(0.1))

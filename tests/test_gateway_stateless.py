@@ -1,0 +1,125 @@
+"""2026-07-28 stateless clients through a stdio upstream: a small pool of upstream sessions per entry.
+
+Requests without a session id are served by one upstream process (and one recorded
+session) whatever connection they come on; a second process starts only when a request
+id is already in flight in every pool session. Pool sessions end after the idle timeout
+with their session row closed.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import StdioServerParameters
+
+from mcptape.proxy.http.stateless import pick
+from tests.conftest import ROOT
+from tests.gateway_proc import GatewayProcess
+from tests.test_gateway_security import request
+from tests.test_parity import run_modern_scenario
+
+pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+
+DEMO = [sys.executable, "-m", "mcptape.servers.demo"]
+RAW_ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "raw_echo.py")]
+
+
+def call(rid: object) -> dict[str, Any]:
+    # The related-request metadata routes raw_echo's copy of it to this request's stream
+    # even when a pool session has other requests in flight.
+    meta = {"io.modelcontextprotocol/related-request-id": rid}
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "add", "_meta": meta}}
+
+
+def test_a_request_goes_to_the_first_pool_session_without_its_id_in_flight() -> None:
+    assert pick([], call(1)) is None  # no session yet: start one
+    assert pick([set(), set()], call(1)) == 0
+    assert pick([{"1"}, set()], call(1)) == 1
+    assert pick([{"1"}, {"1"}], call(1.0)) is None  # 1 and 1.0 are one id to a peer
+    assert pick([{"1"}, {"2"}], [call(3), call(2)]) == 0  # a batch needs every id free
+    assert pick([{"1"}, {"2"}], [call(1), call(2)]) is None
+    notification = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert pick([{"1"}], notification) == 0
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}
+    assert pick([{"1"}, {"7"}], cancel) == 1  # to the session running the request it names
+    assert pick([], b"not json") is None
+
+
+def closed_sessions(db: Path) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("select status from sessions where ended_at is not null").fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        con.close()
+
+
+def test_stateless_clients_share_one_upstream_and_its_session_closes_when_idle(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    plain = run_modern_scenario(StdioServerParameters(command=DEMO[0], args=DEMO[1:]))
+    g = GatewayProcess(
+        db, {"demo": {"command": DEMO[0], "args": DEMO[1:]}}, "--no-auth", "--idle-timeout", "1", tmp=tmp_path
+    )
+    try:
+        # Two clients one after the other: separate connections, one upstream process.
+        first = run_modern_scenario(g.url("demo"))
+        second = run_modern_scenario(g.url("demo"))
+        deadline = time.monotonic() + 20
+        while not closed_sessions(db) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        closed = closed_sessions(db)
+    finally:
+        assert g.stop() == 0, g.stderr
+    assert first == plain == second and first["version"] == "2026-07-28"
+    assert closed == [("closed",)]  # closed by the idle timeout while the gateway ran
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("select count(*) from sessions").fetchone() == (1,)
+        assert con.execute(
+            "select count(*) from frames where method = 'server/discover' and direction = 'c2s'"
+        ).fetchone() == (2,)
+        (text,) = con.execute("select text from events where kind = 'http_stateless'").fetchone()
+        assert "2026-07-28" in text
+        idle = con.execute("select text from events where kind = 'http_session_closed'").fetchone()
+        assert idle is not None and "idle" in idle[0]
+    finally:
+        con.close()
+
+
+def test_an_id_in_flight_in_every_pool_session_starts_another_upstream(tmp_path: Path) -> None:
+    # raw_echo writes each request back as a server *request*: the client's stays in flight.
+    db = tmp_path / "g.db"
+    g = GatewayProcess(
+        db, {"echo": {"command": RAW_ECHO[0], "args": RAW_ECHO[1:]}}, "--no-auth", tmp=tmp_path
+    )
+    accept = {"Accept": "application/json, text/event-stream"}
+    try:
+        bodies = []
+        for rid in (1, 1, 2):
+            status, headers, body = request(
+                g.base, "POST", "/servers/echo/mcp", accept, json.dumps(call(rid)).encode()
+            )
+            assert status == 200 and "mcp-session-id" not in headers
+            bodies.append(body)
+    finally:
+        assert g.stop() == 0, g.stderr
+    # Each client got its own request echoed on its own stream.
+    for rid, body in zip((1, 1, 2), bodies, strict=True):
+        data = [json.loads(line[6:]) for line in body.decode().splitlines() if line.startswith("data: ")]
+        assert data == [call(rid)]
+    con = sqlite3.connect(db)
+    try:
+        per_session = con.execute(
+            "select session_id, group_concat(rpc_id, ',') from frames where direction = 'c2s' "
+            "group by session_id order by min(id)"
+        ).fetchall()
+    finally:
+        con.close()
+    assert [ids for _, ids in per_session] == ["1,2", "1"]
