@@ -29,7 +29,7 @@ from mcptape.migrations.frozen import views_0003
 from mcptape.store import Store, open_store
 from mcptape.store.engine import open_unmigrated
 from mcptape.store.views import CURRENT
-from tests.conftest import MCPTAPE, ROOT
+from tests.conftest import MCPTAPE, ROOT, everything_server_cmd
 from tests.gateway_proc import GatewayProcess
 from tests.http_servers import everything_http
 from tests.postgres import Postgres, private_server
@@ -203,6 +203,34 @@ def test_http_frames_say_how_each_frame_of_a_gateway_session_travelled(gateway_r
     assert minted == {logged} and logged
     versions = {r[10] for r in requests if r[2] != "initialize"}
     assert len(versions) == 1 and None not in versions  # MCP-Protocol-Version after the handshake
+
+
+def test_http_frames_of_a_stdio_upstream_behind_the_gateway_name_their_client_stream(tmp_path: Path) -> None:
+    db = tmp_path / "stdio.db"
+    server = everything_server_cmd()
+    assert server is not None, "tests/npm is not installed: run `cd tests/npm && npm ci`"
+    entry = {"command": server[0], "args": server[1:]}
+    gateway = GatewayProcess(db, {"ev": entry}, "--no-auth", tmp=tmp_path)
+    try:
+        assert "over http" in run_http_client(gateway.url("ev"))
+    finally:
+        assert gateway.stop() == 0, gateway.stderr
+    session = "(select session_id from frames where method = 'initialize')"
+    replies = rows(
+        db,
+        "select method, http_method, stream, status, sse, event_id is not null from http_frames"
+        f" where direction = 's2c' and kind = 'response' and session_id = {session} order by seq",
+    )
+    assert replies == [(m, "POST", "post", 200, 1, 1) for m in ("initialize", "tools/list", "tools/call")]
+    # The session id mcptape minted comes with the answer to initialize; the client sends it back.
+    [(minted,)] = rows(
+        db, "select http_session_id from http_frames where method = 'initialize' and direction = 's2c'"
+    )
+    sent = rows(
+        db,
+        f"select distinct http_session_id from http_frames where direction = 'c2s' and session_id = {session}",
+    )
+    assert minted and set(sent) == {(None,), (minted,)}
 
 
 def test_frames_without_http_metadata_are_not_http_frames(partly_injected: Path) -> None:

@@ -17,8 +17,13 @@ What changes from 0003:
   path, stream, status, whether it came as an SSE event and its event id, and the
   headers that matter (``Mcp-Session-Id``, ``MCP-Protocol-Version``, ``Content-Type``,
   all of them as a JSON object, credentials already redacted by the recorder).
-- PostgreSQL reads JSON without a PL/pgSQL call per row where the cast cannot fail
-  (:func:`_pg_jsonb`) in `exchanges`, `tool_calls` and `log_messages`.
+- PostgreSQL: texts are cast directly where the cast cannot fail, instead of through
+  the PL/pgSQL mcptape_jsonb, whose exception handler costs a subtransaction per row
+  (:func:`_pg_jsonb`, :func:`_pg_json`, :func:`_pg_meta`); `tool_calls` reads json,
+  which needs no check of numbers; `exchanges` looks up a batch reply only for a
+  request no frame answers, so the planner no longer sorts every request with its text.
+  On a 200k-frame session (bench/bench_views.py) the README's `tool_calls` query went
+  from about 10x a full scan of `frames` to about 4x.
 
 `messages` keeps its 0003 definition, and SQLite's `tool_calls` and `log_messages` their
 0002 ones (recreated, as they depend on `exchanges` and `messages`).
