@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import sys
 
-from mcptape.cli.safe_text import safe
+from mcptape.cli.safe_text import safe_lines
 
 
 def say(message: str) -> None:
-    """Print ``mcptape: MESSAGE`` on stderr, one line, flushed."""
-    print(f"mcptape: {safe(message)}", file=sys.stderr, flush=True)
+    """Print ``mcptape: MESSAGE`` on stderr, flushed."""
+    print(f"mcptape: {safe_lines(message)}", file=sys.stderr, flush=True)
