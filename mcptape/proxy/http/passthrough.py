@@ -9,8 +9,8 @@ chunk as it arrives, never buffered nor decompressed (``Accept-Encoding`` is not
 forwarded, so a copy can be parsed for the recording). One recorded session per
 upstream session id (per client connection when there is none).
 
-Upstream requests go through :class:`~mcptape.proxy.http.h1client.H1Client` (kept-alive
-connections, exactly the client's end-to-end headers, nothing added); each answer's
+Upstream requests go through :class:`~mcptape.proxy.http.upstream_client.UpstreamClient`
+(aiohttp's, kept-alive connections, exactly the client's end-to-end headers, nothing added); each answer's
 bytes are written to the client before its copy is parsed and queued for the recorder,
 which never makes forwarding wait unless the store is ~100 ms behind.
 
@@ -35,10 +35,10 @@ from mcptape.config import UpstreamSpec
 from mcptape.frames import Frame
 from mcptape.proxy.addons import Outcome, SessionContext
 from mcptape.proxy.flow import Flow
-from mcptape.proxy.http.h1client import H1Client, UpstreamError
 from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, that_matter
 from mcptape.proxy.http.security import TOKEN_HEADER
 from mcptape.proxy.http.sse import SseParser
+from mcptape.proxy.http.upstream_client import UpstreamClient, UpstreamError
 from mcptape.proxy.recorder import Recorder
 
 MAX_JSON_COPY = 64 << 20
@@ -111,11 +111,11 @@ class PassThrough:
         self.pool = pool
         self.redact_names = redact_names
         self.sessions: dict[str, PassSession] = {}
-        self._http: H1Client | None = None
+        self._http: UpstreamClient | None = None
 
-    def _client(self) -> H1Client:
+    def _client(self) -> UpstreamClient:
         if self._http is None:
-            self._http = H1Client(connect_timeout=10.0)
+            self._http = UpstreamClient(connect_timeout=10.0)
         return self._http
 
     def _session(self, key: str, name: str, spec: UpstreamSpec) -> PassSession:
