@@ -314,3 +314,30 @@ def test_a_malformed_config_entry_is_named_in_a_warning_and_the_others_are_serve
         assert g.stop() == 0
     assert "warning: not served:" in g.stderr and "command must be a non-empty string" in g.stderr
     assert "\x1b" not in g.stderr
+
+
+def test_a_remote_entry_with_an_unset_env_header_or_no_server_is_a_502_saying_why(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nobody listens there
+    config = {
+        "needs-env": {
+            "url": f"http://127.0.0.1:{port}/mcp",
+            "headers": {"X-Key": "${MCPTAPE_TEST_UNSET_VAR}"},
+        },
+        "nobody": {"url": f"http://127.0.0.1:{port}/mcp"},
+    }
+    env = {k: v for k, v in os.environ.items() if k != "MCPTAPE_TEST_UNSET_VAR"}
+    g = GatewayProcess(tmp_path / "g.db", config, "--no-auth", env=env, tmp=tmp_path)
+    try:
+        unset = request(g.base, "POST", "/servers/needs-env/mcp", {}, INIT)
+        nobody = request(g.base, "POST", "/servers/nobody/mcp", {}, INIT)
+        metadata = request(g.base, "GET", "/.well-known/oauth-protected-resource/servers/nobody/mcp")
+    finally:
+        assert g.stop() == 0
+    assert unset[0] == 502 and "MCPTAPE_TEST_UNSET_VAR" in json.loads(unset[2])["error"]["message"]
+    assert nobody[0] == 502 and "cannot be reached" in json.loads(nobody[2])["error"]["message"]
+    assert metadata[0] == 502
+    assert "Traceback" not in g.stderr

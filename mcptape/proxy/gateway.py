@@ -247,6 +247,8 @@ class Gateway:
             )
         except (aiohttp.ClientError, OSError) as exc:
             return error_response(502, f"the upstream {spec.url} cannot be reached: {exc}")
+        except HeaderError as exc:  # an unset ${ENV} in the entry's headers
+            return error_response(502, f"upstream {spec.name!r} cannot be used: {exc}")
 
     async def _protected_resource(self, request: web.Request) -> web.StreamResponse:
         spec = self._passed(request)
@@ -254,7 +256,10 @@ class Gateway:
             return error_response(404, "this upstream has no OAuth protected-resource metadata")
         # The edit is recorded in the client connection's session, where its 401 was.
         key = f"{request.match_info['name']}:conn-{id(request.transport)}"
-        return await self.passthrough.protected_resource(spec, self._gateway_url(request), key)
+        try:
+            return await self.passthrough.protected_resource(spec, self._gateway_url(request), key)
+        except OSError as exc:
+            return error_response(502, f"the upstream {spec.url} cannot be reached: {exc}")
 
     async def _mcp_post(self, request: web.Request) -> web.StreamResponse:
         passed = self._passed(request)
