@@ -563,3 +563,18 @@ def test_the_demo_runs_on_postgresql(database: Database) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "does not exist" not in proc.stderr
     assert database.query("SELECT count(*) FROM tool_calls WHERE latency_ms IS NOT NULL")[0][0] > 0
+
+
+def test_closing_a_store_after_a_large_recording_refreshes_the_planners_statistics(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcptape.store import engine
+
+    monkeypatch.setattr(engine, "ANALYZE_AFTER", 10)  # the corpus session stands for a large one
+    with open_store(database.url) as store:
+        load_corpus(store, CORPUS_FILE)
+    [(analyzed,)] = database.query(
+        "select coalesce(analyze_count, 0) + coalesce(autoanalyze_count, 0) from pg_stat_user_tables"
+        " where relname = 'frames'"
+    )
+    assert analyzed >= 1

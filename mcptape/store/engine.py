@@ -87,6 +87,10 @@ def open_unmigrated(db: str | None = None, *, create: bool = True, readonly: boo
     return Store(text, server_engine(url), path=None, readonly=readonly)
 
 
+# Frames written through one store after which closing it refreshes PostgreSQL's statistics.
+ANALYZE_AFTER = 50_000
+
+
 class Store:
     """An open recording database: sessions, a batched :class:`Writer`, read-only connections."""
 
@@ -254,9 +258,13 @@ class Store:
         Idempotent. ``PRAGMA optimize`` runs ANALYZE where the tables changed enough for
         it to matter, so the views keep choosing the indexes as recordings grow.
         """
+        written = 0
         for writer in self._writers:
             writer.close()
+            written += writer.frames_written
         self._writers.clear()
+        if self.path is None and written >= ANALYZE_AFTER and not self._closed:
+            self._analyze_frames()
         if self.path is not None and not self.readonly and not self._closed:
             with contextlib.suppress(sa.exc.DBAPIError, sqlite3.Error):
                 # Outside any transaction and without waiting: a busy database skips it this time.
@@ -272,6 +280,15 @@ class Store:
         if self._readonly_engine is not None and self._readonly_engine is not self.engine:
             self._readonly_engine.dispose()
         self.engine.dispose()
+
+    def _analyze_frames(self) -> None:
+        """PostgreSQL's counterpart of ``PRAGMA optimize`` after a large recording: until
+        autovacuum gets to it, the planner misjudges a fresh session's frames and the views
+        run about twice as slow. Bounded: a busy or slow server skips it."""
+        with contextlib.suppress(sa.exc.DBAPIError), self.engine.connect() as conn:
+            conn.execute(sa.text("SET statement_timeout = 5000"))
+            conn.execute(sa.text("ANALYZE frames"))
+            conn.commit()
 
     def __enter__(self) -> Store:
         return self
