@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -475,3 +476,24 @@ def test_a_database_that_fails_for_good_sets_failed_once_and_counts_what_is_lost
     assert not writer.over_limit  # nothing to wait for: the relay goes on
     assert writer.close() is False
     assert capfd.readouterr().err.count("mcptape: recording error:") == 1
+
+
+def test_flush_and_close_cut_the_group_commit_linger_short(
+    store: Store, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcptape.store import writer as writer_module
+
+    # A linger far longer than the flush timeout below: only being woken lets flush return.
+    monkeypatch.setattr(writer_module, "LINGER_S", 600.0)
+    session = store.create_session(mode="record")
+    writer = store.writer()
+    writer.add_frame(session, 1, Frame(request(1), "c2s"))
+    writer.flush(timeout=10)  # the writer committed the first frame and lingers now
+    writer.add_frame(session, 2, Frame(result(1), "s2c"))
+    writer.flush(timeout=10)
+    writer.add_frame(session, 3, Frame(request(2), "c2s"))
+    closer = threading.Thread(target=writer.close)
+    closer.start()
+    closer.join(10)
+    assert not closer.is_alive()
+    assert rows(db_path, "select seq from frames order by seq") == [(1,), (2,), (3,)]

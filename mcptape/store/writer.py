@@ -135,6 +135,8 @@ class Writer:
         self._late_items = 0
         self._closed = False
         self._stopped = False
+        # Set by whoever waits for the writer (flush, close): it cuts the group-commit linger short.
+        self._hurry = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mcptape-writer", daemon=True)
         self._thread.start()
         # A daemon thread so a forgotten close() cannot hang the interpreter; atexit still flushes.
@@ -269,6 +271,7 @@ class Writer:
             return
         done = threading.Event()
         self._queue.put((_FLUSH, done.set))
+        self._hurry.set()
         if self._stopped:  # the thread ended meanwhile: nobody else will set the event
             self._reclaim()
         if not done.wait(timeout):
@@ -288,6 +291,7 @@ class Writer:
                 loop.call_soon_threadsafe(resolve, future)
 
         self._queue.put((_FLUSH, done))
+        self._hurry.set()
         if self._stopped:
             self._reclaim()
         try:
@@ -309,6 +313,7 @@ class Writer:
             atexit.unregister(self.close)
             if self._thread is not threading.current_thread():
                 self._queue.put((_STOP,))
+                self._hurry.set()
         if self._thread is threading.current_thread():
             return False
         self._thread.join(timeout)
@@ -325,8 +330,9 @@ class Writer:
                     last, full = batch[-1][0], len(batch) >= self._batch_size
                     self._apply(batch)  # empties the list: nothing is held while waiting
                     stopping = stopping or last == _STOP
-                    if not stopping and not full:
-                        time.sleep(LINGER_S)
+                    # Group commit: let more frames gather, unless someone waits for us.
+                    if not stopping and not full and self._hurry.wait(LINGER_S):
+                        self._hurry.clear()
                 if stopping and self._queue.empty():
                     # From here on a producer that raced close() takes its item back itself;
                     # anything that slipped in before this line is still written.
