@@ -67,6 +67,22 @@ class UpstreamSpec:
         return redact_url(self.url or "")
 
 
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot name a remote MCP server (one line), or None when it can."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port out of range or not a number raises here
+    except ValueError as exc:
+        return f"{url!r} is not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return f"{url!r} is not an http:// or https:// URL"
+    if not parts.hostname:
+        return f"{url!r} names no host"
+    return None
+
+
 def builtin_upstreams() -> dict[str, UpstreamSpec]:
     """The servers shipped with mcptape, run with the interpreter mcptape itself runs on."""
     return {
@@ -195,6 +211,9 @@ def parse_entry(name: str, entry: Any, source: str = "config") -> UpstreamSpec:
         if kind not in REMOTE_TYPES:
             expected = ", ".join(repr(known) for known in REMOTE_TYPES)
             raise ConfigError(f"{where}: unknown type {kind!r} for a url entry; expected one of {expected}")
+        problem = url_problem(url)
+        if problem is not None:
+            raise ConfigError(f"{where}: url {problem}")
         return UpstreamSpec(
             name=name,
             transport=REMOTE_TYPES[kind],

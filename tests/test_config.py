@@ -260,3 +260,42 @@ def test_servers_lists_a_malformed_entry_as_invalid_with_its_reason(tmp_path: Pa
     table = CliRunner().invoke(cli, ["servers", "--config", str(path)])
     assert table.exit_code == 0
     assert "\x1b" not in table.output and "invalid" in table.output
+
+
+@pytest.mark.parametrize(
+    ("url", "complaint"),
+    [
+        ("http://[::1/mcp", "is not a valid URL (Invalid IPv6 URL)"),
+        ("http://h:99999/mcp", "is not a valid URL (Port out of range"),
+        ("http://h:port/mcp", "is not a valid URL"),
+        ("http:///mcp", "names no host"),
+        ("ws://h/mcp", "is not an http:// or https:// URL"),
+    ],
+)
+def test_a_url_that_cannot_name_a_server_is_a_one_line_error_everywhere(
+    url: str, complaint: str, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from mcptape.config import url_problem
+    from tests.cli_errors import assert_one_line_error
+    from tests.conftest import MCPTAPE
+
+    assert complaint in (url_problem(url) or "")
+    assert url_problem("https://mcp.example.com:8443/mcp?x=1") is None
+    path = write_config(tmp_path, {"remote": {"url": url}})
+    with pytest.raises(ConfigError, match="url"):
+        resolve_upstream("remote", path)
+    record = subprocess.run(
+        [*MCPTAPE, "record", "--url", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert_one_line_error(record, complaint)
+    call = subprocess.run(  # call's usage errors exit 1 (issue 8)
+        [*MCPTAPE, "call", "--url", url, "-m", "ping"], capture_output=True, text=True, timeout=60
+    )
+    assert call.returncode == 1 and "Traceback" not in call.stderr
+    assert call.stderr.count("\n") == 1 and complaint in call.stderr

@@ -199,8 +199,11 @@ def _remote_upstream(
             headers = expand_headers(spec.headers)
         except HeaderError as exc:
             raise UserError(f"upstream {upstream!r}: {exc}") from exc
-    if not url.startswith(("http://", "https://")):
-        raise UserError(f"--url {url!r} is not an http:// or https:// URL")
+    from mcptape.config import url_problem
+
+    problem = url_problem(url)
+    if problem is not None:
+        raise UserError(f"--url {problem}")
     try:
         for flag in header_flags:
             key, value = parse_header_flag(flag)

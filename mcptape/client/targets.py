@@ -41,8 +41,11 @@ def _remote_target(
     url: str, spec: Any, headers: dict[str, str], opts: dict[str, Any], name: str | None
 ) -> Target:
     """A streamable HTTP or SSE server; flags override the config entry."""
-    if not url.startswith(("http://", "https://")):
-        raise ValidationError(f"--url {url!r} is not an http:// or https:// URL")
+    from mcptape.config import url_problem
+
+    problem = url_problem(url)
+    if problem is not None:
+        raise ValidationError(f"--url {problem}")
     merged = dict(spec.headers or {}) if spec is not None else {}
     if merged:
         from mcptape.proxy.http.headers import HeaderError, expand_headers
