@@ -109,3 +109,26 @@ def test_a_4xx_without_json_rpc_then_an_endpoint_event_is_a_legacy_server() -> N
     assert out["settled"] == ["sse"]
     assert out["got"][0]["id"] == 2 and "result" in out["got"][0]
     assert out["seen"][:3] == ["POST /mcp", "GET /mcp", "POST /messages"]
+
+
+def test_an_unreachable_auto_upstream_says_so_and_leaves_no_session_open(tmp_path: Any) -> None:
+    import socket
+    import subprocess
+
+    from tests.conftest import MCPTAPE
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/mcp"  # nobody listens there
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    for _ in range(3):  # the client leaves at once: the close races the probe's fall-back to SSE
+        done = subprocess.run(
+            [*MCPTAPE, "record", "--db", str(tmp_path / "rec.db"), "--url", dead],
+            input=ping,
+            capture_output=True,
+            timeout=60,
+        )
+        answer = json.loads(done.stdout)
+        assert "cannot reach the MCP server" in answer["error"]["message"]
+        assert b"Unclosed client session" not in done.stderr, done.stderr
+        assert b"Traceback" not in done.stderr

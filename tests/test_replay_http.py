@@ -174,6 +174,10 @@ def test_replay_url_errors_are_one_line(recorded: Path, tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "cannot reach the MCP server" in proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
+    # auto (the default) tries streamable HTTP then legacy SSE: the report still says why.
+    auto = mcptape("replay", "remote", "--db", str(db), "--url", dead, "--timeout", "5")
+    assert auto.returncode == 2, auto.stdout + auto.stderr
+    assert "cannot reach the MCP server" in auto.stdout, auto.stdout
     assert_one_line_error(
         mcptape("replay", "remote", "--db", str(db), "--header", "X-A: b", "--", "true"),
         "--transport and --header apply to a remote server",

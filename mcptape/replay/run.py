@@ -128,7 +128,8 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
         # nobody answers), unless the server is merely silent (reported per exchange).
         unreachable = _link_error(player.seen)
         if outcome.status == "error" or unreachable:
-            error = outcome.error or unreachable or "the server ended before answering"
+            # The link's own words (cannot reach ..., and why) say more than how the session ended.
+            error = unreachable or outcome.error or "the server ended before answering"
     return Replayed(
         SessionResult(tape.source, [] if error else results, replay_id=replay_id, error=error),
         player.seen,

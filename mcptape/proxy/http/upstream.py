@@ -14,6 +14,7 @@ so the recording says which, not ``auto``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -97,7 +98,18 @@ class AutoLink:
         self.active.stop_receiving()
 
     async def aclose(self, grace: float) -> LinkEnd:
-        return await self.active.aclose(grace)
+        closing = self.active
+        end = await closing.aclose(grace)
+        if self.active is not closing:
+            # The probe fell back to SSE while it was being closed: that link is closed too
+            # (its HTTP session would be left open, and aiohttp says so on stderr at exit).
+            end = await self.active.aclose(grace)
+        if self._closing is not None:
+            # The refused probe's close (its HTTP session): done before the loop ends, or
+            # aiohttp complains on stderr about an unclosed client session.
+            with contextlib.suppress(Exception):
+                await self._closing
+        return end
 
 
 def remote_link(
