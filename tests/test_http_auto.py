@@ -120,15 +120,23 @@ def test_an_unreachable_auto_upstream_says_so_and_leaves_no_session_open(tmp_pat
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}/mcp"  # nobody listens there
+    argv = [*MCPTAPE, "record", "--db", str(tmp_path / "rec.db"), "--url", dead]
     ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
-    for _ in range(3):  # the client leaves at once: the close races the probe's fall-back to SSE
-        done = subprocess.run(
-            [*MCPTAPE, "record", "--db", str(tmp_path / "rec.db"), "--url", dead],
-            input=ping,
-            capture_output=True,
-            timeout=60,
-        )
-        answer = json.loads(done.stdout)
-        assert "cannot reach the MCP server" in answer["error"]["message"]
+    # A client that waits for its answer is told why there is none.
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(ping)
+    proc.stdin.flush()
+    answer = json.loads(proc.stdout.readline())
+    proc.stdin.close()
+    assert proc.wait(60) is not None and proc.stderr is not None
+    err = proc.stderr.read()
+    proc.stdout.close()
+    proc.stderr.close()
+    assert "cannot reach the MCP server" in answer["error"]["message"]
+    assert b"Unclosed client session" not in err and b"Traceback" not in err, err
+    # A client that leaves at once: the close races the probe's fall-back to SSE.
+    for _ in range(3):
+        done = subprocess.run(argv, input=ping, capture_output=True, timeout=60)
         assert b"Unclosed client session" not in done.stderr, done.stderr
         assert b"Traceback" not in done.stderr
