@@ -48,7 +48,7 @@ from mcptape.client.authpolicy import (
     server_metadata_urls,
 )
 from mcptape.client.errors import ApplicationError, ClientError, ProtocolError, TransportError
-from mcptape.client.oauth import pkce_pair
+from mcptape.client.oauth import pkce_pair, post_json
 
 MAX_AUTHORIZATIONS = 3
 
@@ -153,7 +153,7 @@ class Authorizer:
             "response_types": ["code"],
             "token_endpoint_auth_method": method,
         }
-        client = await _post_json(http, meta["registration_endpoint"], json=body)
+        client = await post_json(http, meta["registration_endpoint"], json=body)
         if not isinstance(client.get("client_id"), str):
             raise ProtocolError("dynamic client registration answered without a client_id")
         return client
@@ -172,7 +172,7 @@ class Authorizer:
         if not isinstance(token_endpoint, str):
             raise ProtocolError("the authorization server's metadata has no token_endpoint")
         headers = authenticate(choose_auth_method(meta, client), client, form)
-        tokens = await _post_json(http, token_endpoint, data=form, headers=headers)
+        tokens = await post_json(http, token_endpoint, data=form, headers=headers)
         token = tokens.get("access_token")
         if not isinstance(token, str) or not token:
             raise ProtocolError("the token endpoint answered without an access_token")
@@ -224,18 +224,3 @@ class Authorizer:
             "resource": self.resource,
         }
         return await self._token(http, meta, client, form)
-
-
-async def _post_json(http: Any, url: str, **kwargs: Any) -> dict[str, Any]:
-    async with http.post(url, **kwargs) as response:
-        try:
-            body = await response.json(content_type=None)
-        except ValueError:
-            body = None
-        if response.status >= 400:
-            error = body if isinstance(body, dict) else {}
-            message = error.get("error_description") or error.get("error") or f"HTTP {response.status}"
-            raise ApplicationError(f"{url}: {message}", code=response.status, data=error or None)
-        if not isinstance(body, dict):
-            raise ProtocolError(f"{url} answered HTTP {response.status} without a JSON object")
-        return body

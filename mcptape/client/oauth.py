@@ -90,7 +90,8 @@ async def _get_json(session: Any, urls: list[str]) -> tuple[str, dict[str, Any]]
     return None
 
 
-async def _post(session: Any, url: str, **kwargs: Any) -> dict[str, Any]:
+async def post_json(session: Any, url: str, **kwargs: Any) -> dict[str, Any]:
+    """POST to an OAuth endpoint and return its JSON object; its error, or a bad answer, as a ClientError."""
     async with session.post(url, **kwargs) as response:
         try:
             body = await response.json(content_type=None)
@@ -163,7 +164,7 @@ async def perform_oauth(call: OAuthCall) -> Any:
                 }
                 if call.scope:
                     body["scope"] = call.scope
-                return await _post(session, _endpoint(meta, "registration_endpoint"), json=body)
+                return await post_json(session, _endpoint(meta, "registration_endpoint"), json=body)
             if call.method == "oauth/token":
                 if not call.code or not call.code_verifier:
                     raise ValidationError("oauth/token needs --code and --code-verifier")
@@ -174,7 +175,9 @@ async def perform_oauth(call: OAuthCall) -> Any:
                     "code_verifier": call.code_verifier,
                     "resource": call.resource,
                 }
-                return await _post(session, _endpoint(meta, "token_endpoint"), data=_client_auth(call, form))
+                return await post_json(
+                    session, _endpoint(meta, "token_endpoint"), data=_client_auth(call, form)
+                )
             if call.method == "oauth/refresh":
                 if not call.refresh_token:
                     raise ValidationError("oauth/refresh needs --refresh-token")
@@ -183,7 +186,9 @@ async def perform_oauth(call: OAuthCall) -> Any:
                     "refresh_token": call.refresh_token,
                     "resource": call.resource,
                 }
-                return await _post(session, _endpoint(meta, "token_endpoint"), data=_client_auth(call, form))
+                return await post_json(
+                    session, _endpoint(meta, "token_endpoint"), data=_client_auth(call, form)
+                )
             raise ValidationError(f"unknown OAuth step {call.method!r}; known: {', '.join(METHODS)}")
     except aiohttp.ClientError as exc:
         raise TransportError(f"{call.resource}: {exc}") from exc

@@ -23,6 +23,7 @@ from mcptape.config import UpstreamSpec
 from mcptape.proxy.addons import AddonManager, SessionContext
 from mcptape.proxy.gateway import Gateway, GatewayConfig, GatewaySession, UpstreamUnavailable
 from mcptape.proxy.http.gateway_store import GatewayStore
+from mcptape.proxy.http.listener import announce_and_wait
 from mcptape.proxy.http.server import DownstreamLink
 from mcptape.proxy.link import Link
 from mcptape.proxy.process import ProcessLink, SpawnError
@@ -137,28 +138,7 @@ async def run_serve_http(plan: ServePlan, config: GatewayConfig, announce_token:
     host = f"[{config.host}]" if ":" in config.host else config.host
     base = f"http://{host}:{port}/servers/{NAME}"
     lines = [f"serving {plan.tape.source} at {base}/mcp (streamable HTTP) and {base}/sse (legacy SSE)"]
-    if announce_token is not None:
-        lines.append(f"token (shown once; sent as 'Authorization: Bearer TOKEN'): {announce_token}")
-    elif config.token is None:
-        lines.append("no token required (--no-auth)")
-    lines.append("ready; Ctrl-C stops")
-    _say("\n".join(lines))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    stopped: list[int] = []
-    for signum in SIGNALS:
-
-        def on_signal(signum: int = signum) -> None:
-            stopped.append(signum)
-            stop.set()
-
-        loop.add_signal_handler(signum, on_signal)
-    try:
-        await stop.wait()
-    finally:
-        for signum in SIGNALS:
-            loop.remove_signal_handler(signum)
-    reason = signal.Signals(stopped[0]).name if stopped else "stop"
+    reason = await announce_and_wait(lines, config, announce_token)
     await gateway.shutdown(reason)
     await runner.cleanup()
     return strict_failures(plan, gateway.tapes)

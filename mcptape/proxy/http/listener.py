@@ -4,17 +4,41 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 
 from aiohttp import web
 
 from mcptape.proxy.gateway import Gateway, GatewayConfig
+from mcptape.say import say as _say
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def _say(message: str) -> None:
-    print(f"mcptape: {message}", file=sys.stderr, flush=True)
+async def announce_and_wait(lines: list[str], config: GatewayConfig, announce_token: str | None) -> str:
+    """Say ``lines``, the new token (once) and "ready", then wait for SIGINT/SIGTERM; its name.
+
+    What the gateway and ``serve --listen`` print when they listen, and how they stop.
+    """
+    if announce_token is not None:
+        lines = [*lines, f"token (shown once; sent as 'Authorization: Bearer TOKEN'): {announce_token}"]
+    elif config.token is None:
+        lines = [*lines, "no token required (--no-auth)"]
+    _say("\n".join([*lines, "ready; Ctrl-C stops"]))
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    stopped: list[str] = []
+    for signum in SIGNALS:
+
+        def on_signal(signum: int = signum) -> None:
+            stopped.append(signal.Signals(signum).name)
+            stop.set()
+
+        loop.add_signal_handler(signum, on_signal)
+    try:
+        await stop.wait()
+    finally:
+        for signum in SIGNALS:
+            loop.remove_signal_handler(signum)
+    return stopped[0] if stopped else "stop"
 
 
 async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:
@@ -40,28 +64,8 @@ async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:
     lines = [f"gateway listening on {base} (recording into {gateway.store.where()})"]
     for name, spec in config.registry.items():
         lines.append(f"  {name} ({spec.transport}): {base}/servers/{name}/mcp  {base}/servers/{name}/sse")
-    if announce_token is not None:
-        lines.append(f"token (shown once; sent as 'Authorization: Bearer TOKEN'): {announce_token}")
-    elif config.token is None:
-        lines.append("no token required (--no-auth)")
-    lines.append("ready; Ctrl-C stops")
-    _say("\n".join(lines))
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    stopped: list[str] = []
-    for signum in SIGNALS:
-
-        def on_signal(signum: int = signum) -> None:
-            stopped.append(signal.Signals(signum).name)
-            stop.set()
-
-        loop.add_signal_handler(signum, on_signal)
-    try:
-        await stop.wait()
-    finally:
-        for signum in SIGNALS:
-            loop.remove_signal_handler(signum)
-    _say(f"stopping ({stopped[0] if stopped else 'stop'}): closing {len(gateway.sessions)} session(s)")
-    await gateway.shutdown(stopped[0] if stopped else "stop")
+    reason = await announce_and_wait(lines, config, announce_token)
+    _say(f"stopping ({reason}): closing {len(gateway.sessions)} session(s)")
+    await gateway.shutdown(reason)
     await runner.cleanup()
     return 0
