@@ -208,6 +208,7 @@ def main() -> None:
     )
     tmp = Path(tempfile.mkdtemp())
     gateway = None
+    floors: list[subprocess.Popen[bytes]] = []
     try:
         wait_port(port)
         direct_url = f"http://127.0.0.1:{port}/mcp"
@@ -233,41 +234,68 @@ def main() -> None:
         )
         wait_port(gw_port)
         through_url = f"http://127.0.0.1:{gw_port}/servers/everything/mcp"
+        urls = {"direct": direct_url, "gateway": through_url}
+        for mode in ("splice", "aiohttp"):
+            floor_port = free_port()
+            floors.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(ROOT / "bench" / "floor_proxies.py"),
+                        mode,
+                        str(floor_port),
+                        str(port),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+            wait_port(floor_port)
+            urls[mode] = f"http://127.0.0.1:{floor_port}/mcp"
         # Node's JIT warms up over the first thousands of calls, and neighbours load the
-        # machine: warm up on both paths, then alternate and keep each figure's median.
-        asyncio.run(measure(direct_url, args.calls, args.sessions))
-        asyncio.run(measure(through_url, args.calls, args.sessions))
-        runs: dict[str, list[tuple[float, float, float]]] = {"direct": [], "through": []}
+        # machine: warm up on every path, then alternate and keep each figure's median.
+        for url in urls.values():
+            asyncio.run(measure(url, args.calls, args.sessions))
+        runs: dict[str, list[tuple[float, float, float]]] = {side: [] for side in urls}
         cpu: dict[str, list[float]] = {"client": [], "gateway": []}
         per = calls_per_measure(args.calls, args.sessions)
         for _ in range(args.rounds):
-            before = process_cpu()
-            runs["direct"].append(asyncio.run(measure(direct_url, args.calls, args.sessions)))
-            cpu["client"].append((process_cpu() - before) / per)
-            before = process_cpu(gateway.pid)
-            runs["through"].append(asyncio.run(measure(through_url, args.calls, args.sessions)))
-            cpu["gateway"].append((process_cpu(gateway.pid) - before) / per)
-        direct, through = (
-            tuple(statistics.median(r[i] for r in runs[side]) for i in range(3))
-            for side in ("direct", "through")
-        )
+            for side, url in urls.items():
+                pid = gateway.pid if side == "gateway" else None
+                before = process_cpu(pid)
+                runs[side].append(asyncio.run(measure(url, args.calls, args.sessions)))
+                if side in ("direct", "gateway"):
+                    cpu["client" if pid is None else "gateway"].append((process_cpu(pid) - before) / per)
+        figures = {
+            side: tuple(statistics.median(r[i] for r in runs[side]) for i in range(3)) for side in urls
+        }
     finally:
         if gateway is not None:
             gateway.send_signal(signal.SIGTERM)
             gateway.wait(30)
+        for floor in floors:
+            floor.terminate()
+            floor.wait(10)
         server.terminate()
         server.wait(10)
-    print(f"{'':28}{'direct':>12}{'gateway':>12}{'ratio':>9}")
-    print(f"{'round-trip median (ms)':28}{direct[0]:12.3f}{through[0]:12.3f}{through[0] / direct[0]:9.2f}x")
-    print(f"{'calls/s, 1 session':28}{direct[1]:12.0f}{through[1]:12.0f}{through[1] / direct[1]:9.2f}x")
-    print(
-        f"{f'calls/s, {args.sessions} sessions':28}{direct[2]:12.0f}{through[2]:12.0f}{through[2] / direct[2]:9.2f}x"
-    )
+    direct = figures["direct"]
+    sides = ("gateway", "aiohttp", "splice")
+    print("ratios to direct; 'aiohttp' and 'splice' are the floors of bench/floor_proxies.py")
+    print(f"{'':26}{'direct':>9}" + "".join(f"{s:>9}{'ratio':>7}" for s in sides))
+    rows = (("round-trip median (ms)", 0, "{:9.3f}"), ("calls/s, 1 session", 1, "{:9.0f}"))
+    rows += ((f"calls/s, {args.sessions} sessions", 2, "{:9.0f}"),)
+    for label, i, fmt in rows:
+        line = f"{label:26}" + fmt.format(direct[i])
+        for side in sides:
+            line += fmt.format(figures[side][i]) + f"{figures[side][i] / direct[i]:6.2f}x"
+        print(line)
     client_cpu, gateway_cpu = statistics.median(cpu["client"]), statistics.median(cpu["gateway"])
     print(
-        f"{'CPU per call (us)':28}{client_cpu * 1e6:12.0f}{gateway_cpu * 1e6:12.0f}{gateway_cpu / client_cpu:9.2f}x"
-        "   (direct: this client's; gateway: the gateway process's)"
+        f"CPU per call: this client's on the direct path {client_cpu * 1e6:.0f} us,"
+        f" the gateway process's {gateway_cpu * 1e6:.0f} us ({gateway_cpu / client_cpu:.2f}x)"
     )
+    for i, what in ((0, "round-trip"), (2, f"{args.sessions}-session calls/s")):
+        print(f"gateway over the aiohttp floor, {what}: {figures['gateway'][i] / figures['aiohttp'][i]:.2f}x")
     print("targets: round-trip <= 1.2x direct; calls/s with eight sessions >= 0.8x direct")
     if args.bridges:
         bridges(node, args)

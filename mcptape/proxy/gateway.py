@@ -144,10 +144,10 @@ class Gateway:
 
     def _upstream_link(self, spec: UpstreamSpec, forward_auth: str | None) -> Link:
         if spec.transport == "stdio":
-            from mcptape.proxy.process import ProcessLink
+            from mcptape.proxy.looppipe import LoopProcessLink
 
             assert spec.command is not None
-            return ProcessLink.spawn(spec.command, env=spec.env, cwd=spec.cwd, echo_stderr=False)
+            return LoopProcessLink.spawn(spec.command, env=spec.env, cwd=spec.cwd, echo_stderr=False)
         from mcptape.proxy.http.headers import expand_headers
         from mcptape.proxy.http.upstream import remote_link
 
