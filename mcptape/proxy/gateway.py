@@ -341,16 +341,20 @@ class Gateway:
         await response.prepare(request)
         stream.attached = True
         session.streams_open += 1
+        ended = False
         try:
-            await stream.pump(response.write, after)
+            # A request's stream usually closes with its answer: the answer and the end of
+            # the response then leave in one write.
+            ended = await stream.pump(response.write, after, response.write_eof)
         except ConnectionResetError:
             pass  # the client went away: the events stay in the stream for Last-Event-ID
         finally:
             stream.attached = False
             session.streams_open -= 1
             session.link.last_active = time.monotonic()
-        with contextlib.suppress(ConnectionResetError):
-            await response.write_eof()
+        if not ended:
+            with contextlib.suppress(ConnectionResetError):
+                await response.write_eof()
         return response
 
     async def _mcp_get(self, request: web.Request) -> web.StreamResponse:
