@@ -6,8 +6,8 @@ scenarios of `@modelcontextprotocol/conformance` check, so run with ``--suite al
 ``SDK_WARNINGS``. Through the gateway, with the fixture behind it as a streamable HTTP,
 a legacy SSE and a stdio upstream, every check must give the same status as directly.
 No check differs because of the gateway's own DNS-rebinding protection: the SDK's
-server already answers a foreign Host with 4xx, so `dns-rebinding-protection` passes
-on every path.
+server answers a foreign Host with 4xx itself, so `dns-rebinding-protection` passes
+directly, and through the gateway (whose 403 comes first) on every path.
 """
 
 from __future__ import annotations
@@ -15,12 +15,17 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import sqlite3
 import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, types
 
 from tests.gateway_proc import GatewayProcess
 from tests.http_servers import free_port, wait_for_port
@@ -128,3 +133,52 @@ def test_the_fixture_passes_the_whole_suite_directly_and_through_the_gateway_ove
         differing = {key: (direct.get(key), checks.get(key)) for key in direct.keys() | checks.keys()}
         differing = {key: pair for key, pair in differing.items() if pair[0] != pair[1]}
         assert not differing, name
+
+
+def call_reconnection(url: str) -> tuple[str, list[object]]:
+    """`test_reconnection` called by the `mcp` SDK client (protocol 2025-11-25): its answer and logs."""
+
+    async def main() -> tuple[str, list[object]]:
+        logs: list[object] = []
+
+        async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+            logs.append(params.data)
+
+        async with Client(url, mode="legacy", logging_callback=on_log) as client:
+            result = await client.call_tool("test_reconnection", {})
+        block = result.content[0]
+        assert isinstance(block, types.TextContent)
+        return block.text, logs
+
+    return anyio.run(main)
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_response_stream_the_server_closes_mid_call_is_resumed_through_the_gateway(tmp_path: Path) -> None:
+    """The SEP-1699 path the suite does not reach (its raw POST says 2025-03-26): the
+    fixture closes the call's SSE stream after its first log message; the stream is
+    resumed with a GET carrying Last-Event-ID and the client gets everything, as directly."""
+    expected = ("Reconnection test completed", ["Before disconnect", "After reconnect"])
+    db = tmp_path / "g.db"
+    with fixture_server("http") as http_url:
+        assert call_reconnection(http_url) == expected
+        config = {
+            "fx-http": {"url": http_url, "type": "http"},
+            "fx-stdio": {"command": sys.executable, "args": [str(FIXTURE), "stdio"]},
+        }
+        gateway = GatewayProcess(db, config, "--no-auth", tmp=tmp_path)
+        try:
+            for name in config:
+                assert call_reconnection(gateway.url(name)) == expected, name
+        finally:
+            gateway.stop()
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute(
+            "select json_extract(f.meta, '$.stream') from frames f join sessions s on s.id = f.session_id"
+            " where s.name = 'fx-http' and f.direction = 's2c' and f.method = 'tools/call'"
+        ).fetchall()
+    finally:
+        con.close()
+    # The answer came after the POST stream closed: on the GET that resumed it.
+    assert rows == [("get",)]
