@@ -363,8 +363,10 @@ class MemoryEventStore(EventStore):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("transport", choices=["stdio", "http", "sse"])
-    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (http and sse)")
+    parser.add_argument("--port", type=int, help="port on 127.0.0.1 (required for http and sse)")
     args = parser.parse_args()
+    if args.transport != "stdio" and args.port is None:
+        parser.error(f"{args.transport} needs --port")
     if args.transport == "stdio":
         server.run("stdio")
     elif args.transport == "sse":
