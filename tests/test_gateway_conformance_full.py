@@ -112,7 +112,7 @@ def test_the_fixture_passes_the_whole_suite_directly_and_through_the_gateway_ove
         }
         # The suite's client never DELETEs its sessions: a short idle timeout ends each
         # stdio upstream soon after, rather than keeping some thirty Pythons alive.
-        gateway = GatewayProcess(tmp_path / "g.db", config, "--no-auth", "--idle-timeout", "2", tmp=tmp_path)
+        gateway = GatewayProcess(tmp_path / "g.db", config, "--no-auth", "--idle-timeout", "5", tmp=tmp_path)
         try:
             # Four independent clients of two servers and one gateway: as safe as the
             # concurrent sessions the gateway is built for, and the stdio run (a Python
