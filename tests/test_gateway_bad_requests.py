@@ -108,3 +108,67 @@ def test_a_legacy_sse_message_that_is_no_json_is_400(gateway: GatewayProcess) ->
                 return r.status, _error(await r.read())
 
     assert asyncio.run(scenario()) == (400, (None, -32700))
+
+
+def _events(data: bytes) -> list[dict[str, str]]:
+    events = []
+    for block in data.decode().split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in block.splitlines():
+            name, _, value = line.partition(":")
+            fields[name] = fields.get(name, "") + value.removeprefix(" ")
+        if fields:
+            events.append(fields)
+    return events
+
+
+def _post_whole(base: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    """A POST whose answer stream is read to its end (it ends after the answer)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=20)
+    try:
+        conn.request("POST", "/servers/demo/mcp", body, {"Content-Type": "application/json", **headers})
+        response = conn.getresponse()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+    finally:
+        conn.close()
+
+
+def _init(version: str) -> bytes:
+    return json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+    ).encode()
+
+
+def test_a_2025_11_25_client_gets_a_priming_event_it_can_resume_from_and_older_ones_do_not(
+    gateway: GatewayProcess,
+) -> None:
+    # SEP-1699: an id and empty data first, so a stream lost before the answer can be resumed.
+    status, headers, data = _post_whole(gateway.base, ACCEPT, _init("2025-11-25"))
+    assert status == 200
+    first, answer = _events(data)[:2]
+    assert first == {"id": first["id"], "data": ""} and first["id"].endswith("-1")
+    assert json.loads(answer["data"])["id"] == 1
+    session = {**ACCEPT, "Mcp-Session-Id": headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+    status, _, data = request(
+        gateway.base, "GET", "/servers/demo/mcp", {**session, "Last-Event-ID": first["id"]}
+    )
+    assert (
+        status == 200 and json.loads(_events(data)[0]["data"])["id"] == 1
+    )  # resumed after the priming event
+
+    status, _, data = _post_whole(gateway.base, ACCEPT, _init("2025-06-18"))
+    assert status == 200
+    assert json.loads(_events(data)[0]["data"])["id"] == 1  # no priming event for an older client

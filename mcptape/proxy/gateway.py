@@ -29,7 +29,7 @@ from mcptape.frames import Frame
 from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
 from mcptape.proxy.http import security
 from mcptape.proxy.http.gateway_store import GatewayStore
-from mcptape.proxy.http.headers import SESSION_ID, HeaderError, that_matter
+from mcptape.proxy.http.headers import PROTOCOL_VERSION, SESSION_ID, HeaderError, that_matter
 from mcptape.proxy.http.passthrough import WELL_KNOWN, PassThrough
 from mcptape.proxy.http.server import DownstreamLink, EventStream, HttpSessionLink, StreamMeta
 from mcptape.proxy.http.sse_server import sse_get, sse_post
@@ -83,6 +83,19 @@ def error_response(
 ) -> web.Response:
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": f"mcptape: {message}"}}
     return web.json_response(body, status=status, headers=headers)
+
+
+PRIMING_FROM = "2025-11-25"
+
+
+def primes(request: web.Request, frame: Frame) -> bool:
+    """Whether a request's SSE answer starts with a priming event: clients of protocol
+    2025-11-25 and later expect one (SEP-1699); older ones may not parse an empty event."""
+    version = request.headers.get(PROTOCOL_VERSION)
+    if version is None and frame.method == "initialize" and isinstance(frame.message, dict):
+        params = frame.message.get("params")
+        version = params.get("protocolVersion") if isinstance(params, dict) else None
+    return isinstance(version, str) and version >= PRIMING_FROM
 
 
 def not_json_rpc(frame: Frame, headers: dict[str, str] | None = None) -> web.Response:
@@ -311,7 +324,7 @@ class Gateway:
             session = await self._stateless(request, frame)
         assert isinstance(session.link, HttpSessionLink)
         try:
-            stream = await session.link.post(frame, headers)
+            stream = await session.link.post(frame, headers, prime=primes(request, frame))
         except LinkClosed:
             if not stateless:
                 return error_response(404, "the session is closing")
@@ -320,7 +333,7 @@ class Gateway:
             session = await self._stateless(request, frame)
             assert isinstance(session.link, HttpSessionLink)
             try:
-                stream = await session.link.post(frame, headers)
+                stream = await session.link.post(frame, headers, prime=primes(request, frame))
             except LinkClosed:
                 return error_response(502, "the upstream session ended before it took the request")
         if stream is None:

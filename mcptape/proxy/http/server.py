@@ -78,6 +78,14 @@ class EventStream:
         self._notify()
         return event_id
 
+    def prime(self) -> None:
+        """First an event with an id and empty data (SEP-1699, protocol 2025-11-25 on): a
+        client that loses the stream before the answer can resume it with that id."""
+        with self._lock:
+            self.count += 1
+            self.events.append((self.count, encode_event(b"", id=f"{self.key}-{self.count}")))
+        self._notify()
+
     def push_raw(self, encoded: bytes) -> None:
         """An event that is not a numbered message (the legacy ``endpoint`` event)."""
         with self._lock:
@@ -260,8 +268,13 @@ class HttpSessionLink(DownstreamLink):
         self.streams: dict[str, EventStream] = {"g": self.get_stream}
         self._closed_order: deque[str] = deque()
 
-    async def post(self, frame: Frame, headers: dict[str, str] | None = None) -> EventStream | None:
-        """Deliver a POSTed frame; the stream its answers come on (sent with ``headers``), or None (202)."""
+    async def post(
+        self, frame: Frame, headers: dict[str, str] | None = None, *, prime: bool = False
+    ) -> EventStream | None:
+        """Deliver a POSTed frame; the stream its answers come on (sent with ``headers``), or None (202).
+
+        ``prime``: the stream starts with a priming event (see :meth:`EventStream.prime`).
+        """
         stream: EventStream | None = None
         message = frame.message
         key = f"p{next(self._numbers)}"
@@ -270,6 +283,8 @@ class HttpSessionLink(DownstreamLink):
                 if self.router.opened(key, message):
                     meta = stream_meta("POST", self.path, "post", headers or {})
                     stream = self.streams[key] = EventStream(key, meta)
+                    if prime:
+                        stream.prime()
         try:
             await self.receive(frame)
         except LinkClosed:
