@@ -89,6 +89,7 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
             return Replayed(SessionResult(tape.source, [], error=str(exc)), [])
     transport = f"tape->{plan.transport}"
     session = SessionContext(None, "replay", transport, description, None)
+    _record_settled_transport(server, session, recorder)
     row = SessionRow("replay", None, transport, description, replay_of=tape.session_id)
     store = BackgroundStore(plan.db, row, recorder).start() if plan.record else None
     if store is not None:
@@ -135,6 +136,19 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
         player.seen,
         stopped_by[0] if stopped_by else None,
     )
+
+
+def _record_settled_transport(server: Link, session: SessionContext, recorder: Recorder) -> None:
+    """With ``--transport auto`` the session row says the transport the server took, as ``record``'s does."""
+    from mcptape.proxy.http.upstream import AutoLink
+
+    if isinstance(server, AutoLink):
+
+        def settled(actual: str) -> None:
+            session.transport = f"tape->{actual}"
+            recorder.update(transport=session.transport)
+
+        server.on_settled = settled
 
 
 def rules_answer(rules: Any, player: TapePlayer) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
