@@ -13,30 +13,37 @@ import re
 import signal
 import sqlite3
 import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.cli_errors import assert_one_line_error
 from tests.conftest import MCPTAPE
-from tests.test_replay import DEMO, demo_scenario, record
+from tests.test_replay import DEMO, demo_scenario, dump, record
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
 
 class Served:
-    """`mcptape serve ... --listen 127.0.0.1:0`; ``url`` (streamable HTTP) once it is ready."""
+    """`mcptape serve ... --listen 127.0.0.1:0 [-- SERVER...]`; ``url`` (streamable HTTP) once it is ready."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, server: list[str] | None = None
+    ) -> None:
+        after = ["--", *server] if server else []
         self.proc = subprocess.Popen(
-            [*MCPTAPE, "serve", *args, "--listen", "127.0.0.1:0"],
+            [*MCPTAPE, "serve", *args, "--listen", "127.0.0.1:0", *after],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -85,10 +92,10 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
     return db, record(db, "demo", DEMO)
 
 
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+def rows(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     con = sqlite3.connect(db)
     try:
-        return con.execute(sql).fetchall()
+        return con.execute(sql, args).fetchall()
     finally:
         con.close()
 
@@ -172,3 +179,94 @@ def test_serve_listen_flag_errors_are_one_line(
         [*MCPTAPE, "serve", "demo", "--db", str(db), *args], capture_output=True, text=True, timeout=30
     )
     assert_one_line_error(proc, fragment)
+
+
+def call_tools(served: Served, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """The SDK's streamable HTTP client calls each tool in one session: each result, or the error's text."""
+
+    async def main() -> list[Any]:
+        http = create_mcp_http_client(headers=served.headers())
+        out: list[Any] = []
+        async with Client(streamable_http_client(served.url, http_client=http), mode="legacy") as client:
+            for name, arguments in calls:
+                try:
+                    out.append(dump(await client.call_tool(name, arguments)))
+                except MCPError as exc:
+                    out.append(str(exc))
+        return out
+
+    return anyio.run(main)
+
+
+@pytest.mark.parametrize("how", ["command", "upstream"])
+def test_serve_listen_on_miss_forward_asks_the_real_server_and_records_it(
+    demo_db: tuple[Path, dict[str, Any]], tmp_path: Path, how: str
+) -> None:
+    db = tmp_path / "rec.db"
+    db.write_bytes(demo_db[0].read_bytes())
+    if how == "command":
+        served = Served("demo", "--db", str(db), "--no-auth", "--on-miss", "forward", server=DEMO)
+    else:
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"real": {"command": DEMO[0], "args": DEMO[1:]}}}))
+        served = Served(
+            "demo", "--db", str(db), "--no-auth", "--on-miss", "forward",
+            "--upstream", "real", "--config", str(config),
+        )  # fmt: skip
+    try:
+        on_tape, missed = call_tools(served, ("add", {"a": 2, "b": 40}), ("add", {"a": 1, "b": 1}))
+    finally:
+        code = served.stop()
+    assert code == 0, served.stderr
+    assert on_tape["structuredContent"] == {"result": 42}
+    assert missed["structuredContent"] == {"result": 2}  # no recording holds 1 + 1: the demo server said it
+    assert "1 request(s) not on the tape were forwarded" in served.stderr  # 2 + 40 came from the tape
+    ((session,),) = rows(db, "select id from sessions where mode='serve'")
+    exchanged = rows(
+        db,
+        "select direction, text from frames where session_id = ? and method = 'tools/call' order by seq",
+        session,
+    )
+    answers = [json.loads(text) for direction, text in exchanged if direction == "s2c"]
+    assert [a["result"]["structuredContent"] for a in answers] == [{"result": 42}, {"result": 2}]
+    assert rows(db, "select tool, is_error from tool_calls where session_id = ?", session) == [
+        ("add", 0),
+        ("add", 0),
+    ]
+
+
+def test_serve_listen_forwarded_requests_get_an_error_when_the_real_server_dies(
+    demo_db: tuple[Path, dict[str, Any]],
+) -> None:
+    db, _ = demo_db
+    # A server that exits (status 3) on the first tools/call it is given.
+    dies = [
+        sys.executable,
+        "-c",
+        "import sys\nfor line in sys.stdin:\n    'tools/call' in line and sys.exit(3)",
+    ]
+    served = Served("demo", "--db", str(db), "--no-record", "--no-auth", "--on-miss", "forward", server=dies)
+    try:
+        first, second, on_tape = call_tools(
+            served, ("add", {"a": 1, "b": 1}), ("add", {"a": 5, "b": 5}), ("add", {"a": 2, "b": 40})
+        )
+    finally:
+        assert served.stop() == 0, served.stderr
+    # Neither miss waits for the client's timeout: each says how the real server ended.
+    said = "the server for --on-miss forward exited with status 3 before answering tools/call"
+    assert said in first and said in second
+    assert on_tape["structuredContent"] == {"result": 42}  # the tape plays on
+
+
+def test_serve_listen_miss_names_the_nearest_recorded_requests(demo_db: tuple[Path, dict[str, Any]]) -> None:
+    db, _ = demo_db
+    served = Served("demo", "--db", str(db), "--no-record", "--no-auth", "--strict")
+    try:
+        (message,) = call_tools(served, ("weather", {"city": "Paris"}))
+    finally:
+        code = served.stop()
+    assert "no recorded response matches this tools/call request" in message
+    assert "#4 tools/call (differs at /params/arguments/city)" in message
+    assert message.count("#") == 3
+    assert code == 1  # --strict: a request matched nothing
+    assert "1 request(s) matched nothing on the tape" in served.stderr

@@ -14,7 +14,9 @@ and lives on the event loop:
   client asks (``ping`` gets ``{}`` when the recording has none);
 - a request with no match gets a JSON-RPC error naming the nearest recorded requests
   and the fields that differ, or, with a ``fallback`` link (``--on-miss forward``), is
-  forwarded to a real server, whose answer (recorded by the relay) goes to the client.
+  forwarded to a real server, whose answer (recorded by the relay) goes to the client;
+  when that server ends, each forwarded request it left unanswered, and each miss after
+  it, gets a JSON-RPC error saying how it ended (the client is never left waiting).
 
 A request that came with nothing but its response, delivered from a reader thread while
 nothing else is being played, is answered on that thread at once (no turn of the event
@@ -34,6 +36,7 @@ import orjson
 
 from mcptape.frames import Frame, classify_message
 from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkClosed, LinkEnd, wait_from_thread
+from mcptape.proxy.process import status_sentence
 from mcptape.replay.book import AnswerBook, Entry
 from mcptape.replay.matchers import miss_message
 from mcptape.replay.normalise import Normaliser
@@ -41,6 +44,7 @@ from mcptape.replay.tape import Exchange, ServerCall, Tape, id_key
 
 HANDSHAKES: Final = ("initialize", "server/discover")
 MISS: Final = -32601  # the method (with these params) is not on the tape
+GONE: Final = -32000  # the --on-miss forward server ended (the SDKs' code for a closed connection)
 CALL_TIMEOUT: Final = 60.0
 INIT_ID: Final = "mcptape-serve-init"
 
@@ -85,6 +89,8 @@ class TapeServer:
         self._call_ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
         self._fallback_calls: set[str] = set()  # ids of the fallback server's requests to the client
+        self._forwarding: dict[str, dict[str, Any]] = {}  # misses the fallback has not answered yet
+        self._fallback_end: LinkEnd | None = None  # how the fallback ended, once it has
         self._open = False
         self._loop_thread: int | None = None
         self._book_lock = threading.Lock()  # the book is taken from by reader threads and the loop
@@ -98,7 +104,15 @@ class TapeServer:
         self._deliver, self._ended = deliver, ended
         self._open = True
         if self.fallback is not None:
-            self.fallback.start(self._from_fallback, lambda why: event("upstream_closed", why, None), event)
+
+            def fallback_ended(why: str) -> None:
+                event("upstream_closed", why, None)
+                loop = self._loop
+                if loop is not None and self._open:
+                    with contextlib.suppress(RuntimeError):
+                        loop.call_soon_threadsafe(lambda: self._spawn(self._fallback_ended()))
+
+            self.fallback.start(self._from_fallback, fallback_ended, event)
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
         if not self._open:
@@ -237,7 +251,7 @@ class TapeServer:
         method, params = message.get("method"), message.get("params")
         if self.fallback is not None:
             self.forwarded += 1
-            self._to_fallback(orjson.dumps(message))
+            self._forward(message)
         elif method == "ping":
             self._spawn(self._out({"jsonrpc": "2.0", "id": message.get("id"), "result": {}}))
         else:
@@ -295,11 +309,30 @@ class TapeServer:
             if pending is not None:
                 self._spawn(_await(pending))
 
+    def _forward(self, request: dict[str, Any]) -> None:
+        """A missed request to the fallback, remembered until it answers (or ends)."""
+        if self._fallback_end is not None:
+            self._spawn(self._out(_gone(request, self._fallback_end)))
+            return
+        self._forwarding[id_key(request.get("id"))] = request
+        self._to_fallback(orjson.dumps(request))
+
+    async def _fallback_ended(self) -> None:
+        """The fallback stopped answering: what it left unanswered gets an error saying how it ended."""
+        assert self.fallback is not None
+        end = await self.fallback.aclose(0.5)
+        self._fallback_end = end
+        left, self._forwarding = self._forwarding, {}
+        for request in left.values():
+            await self._out(_gone(request, end))
+
     def _from_fallback(self, frame: Frame) -> Awaitable[Any] | None:
         if frame.rpc_id == orjson.dumps(INIT_ID).decode() and frame.kind in ("response", "error"):
             return None  # the fallback's own handshake: the client got the recorded one
         if frame.kind == "request" and frame.rpc_id is not None:
             self._fallback_calls.add(id_key(orjson.loads(frame.rpc_id)))
+        elif frame.kind in ("response", "error") and frame.rpc_id is not None:
+            self._forwarding.pop(id_key(orjson.loads(frame.rpc_id)), None)
         if not self._open or self._deliver is None:
             return None
         return self._deliver(Frame(frame.data, "s2c"))
@@ -311,3 +344,14 @@ async def _await(pending: Awaitable[Any]) -> None:
 
 def _error(request: dict[str, Any], code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request.get("id"), "error": {"code": code, "message": message}}
+
+
+def _gone(request: dict[str, Any], end: LinkEnd) -> dict[str, Any]:
+    """The error for a request the --on-miss forward server can no longer answer."""
+    how = status_sentence(end.exit_code) if end.reason == "exited" else "closed the connection"
+    last = f"; its last stderr line: {end.stderr_tail[-1]}" if end.stderr_tail else ""
+    method = request.get("method")
+    what = method if isinstance(method, str) else "this request"
+    return _error(
+        request, GONE, f"mcptape serve: the server for --on-miss forward {how} before answering {what}{last}"
+    )
