@@ -7,7 +7,7 @@ the ``Mcp-Method``/``Mcp-Name`` headers must agree with the body or the server a
 400. A real SDK client speaking 2026-07-28 is recorded through ``mcptape record --url``,
 including an ``input_required`` round (``greet`` elicits a name); the recording is
 replayed against a fresh server (a new ``requestState`` key) and against a build with a
-regression.
+regression. The recording is also served (`serve --listen`) to a stateless client.
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import MCPTAPE
 from tests.http_servers import modern_http
-from tests.test_replay import _elicitation, dump
+from tests.test_replay import DEMO, _elicitation, dump
+from tests.test_serve_http import Served, call_tools
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -171,3 +174,26 @@ def test_replay_url_against_a_changed_2026_07_28_server_names_the_field(db: Path
     ]
     assert FIELD in [d["pointer"] for d in differs["differences"]]
     assert ignored.returncode == 0, ignored.stdout + ignored.stderr
+
+
+def test_serve_listen_plays_a_2026_07_28_recording_to_a_stateless_client_and_forwards_its_misses(
+    recorded: tuple[Path, dict[str, Any]], db: Path
+) -> None:
+    served = Served("modern", "--db", str(db), "--no-auth", "--on-miss", "forward", server=DEMO)
+    try:
+        http = create_mcp_http_client(headers=served.headers())
+        played = modern_scenario(streamable_http_client(served.url, http_client=http))
+        missed = call_tools(served, ("add", {"a": 1, "b": 1}), mode="auto")
+    finally:
+        code = served.stop()
+    assert code == 0, served.stderr
+    # server/discover, the plain call and the input_required round come from the recording.
+    assert played == recorded[1]
+    [answer] = missed
+    assert answer["structuredContent"] == {"result": 2}  # on no tape: the demo server's sum
+    assert "1 request(s) not on the tape were forwarded" in served.stderr
+    served_frames = frames(db, "serve")
+    assert not any(m.get("method") == "initialize" for m in served_frames)
+    assert rows(db, "select distinct protocol_version from sessions where mode = 'serve'") == [
+        ("2026-07-28",)
+    ]

@@ -181,13 +181,13 @@ def test_serve_listen_flag_errors_are_one_line(
     assert_one_line_error(proc, fragment)
 
 
-def call_tools(served: Served, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+def call_tools(served: Served, *calls: tuple[str, dict[str, Any]], mode: str = "legacy") -> list[Any]:
     """The SDK's streamable HTTP client calls each tool in one session: each result, or the error's text."""
 
     async def main() -> list[Any]:
         http = create_mcp_http_client(headers=served.headers())
         out: list[Any] = []
-        async with Client(streamable_http_client(served.url, http_client=http), mode="legacy") as client:
+        async with Client(streamable_http_client(served.url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
             for name, arguments in calls:
                 try:
                     out.append(dump(await client.call_tool(name, arguments)))
