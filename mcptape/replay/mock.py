@@ -348,7 +348,12 @@ def _error(request: dict[str, Any], code: int, message: str) -> dict[str, Any]:
 
 def _gone(request: dict[str, Any], end: LinkEnd) -> dict[str, Any]:
     """The error for a request the --on-miss forward server can no longer answer."""
-    how = status_sentence(end.exit_code) if end.reason == "exited" else "closed the connection"
+    if end.reason == "exited":
+        how = status_sentence(end.exit_code)
+    elif end.reason == "error" and end.detail:
+        how = f"failed ({end.detail.removeprefix('mcptape: ')})"
+    else:
+        how = "closed the connection"
     last = f"; its last stderr line: {end.stderr_tail[-1]}" if end.stderr_tail else ""
     method = request.get("method")
     what = method if isinstance(method, str) else "this request"
