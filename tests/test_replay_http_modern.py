@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.conftest import MCPTAPE
-from tests.http_servers import modern_http
+from tests.http_servers import everything_http, modern_http
 from tests.test_replay import DEMO, _elicitation, dump
 from tests.test_serve_http import Served, call_tools
 
@@ -197,3 +197,16 @@ def test_serve_listen_plays_a_2026_07_28_recording_to_a_stateless_client_and_for
     assert rows(db, "select distinct protocol_version from sessions where mode = 'serve'") == [
         ("2026-07-28",)
     ]
+
+
+def test_replay_url_of_a_2026_07_28_recording_against_a_2025_server_says_why_it_cannot_run(db: Path) -> None:
+    # server-everything speaks 2025 revisions only: without a session it refuses every request.
+    with everything_http("streamableHttp") as url:
+        proc = mcptape("replay", "modern", "--db", str(db), "--url", url)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert (
+        "could not replay: the MCP server answered HTTP 400 Bad Request: Server not initialized"
+        in proc.stdout
+    )
+    assert "the recording speaks 2026-07-28" in proc.stdout
+    assert "Traceback" not in proc.stderr

@@ -131,6 +131,7 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
         if outcome.status == "error" or unreachable:
             # The link's own words (cannot reach ..., and why) say more than how the session ended.
             error = unreachable or outcome.error or "the server ended before answering"
+            error += _revision_hint(tape, error)
     return Replayed(
         SessionResult(tape.source, [] if error else results, replay_id=replay_id, error=error),
         player.seen,
@@ -165,6 +166,14 @@ def rules_answer(rules: Any, player: TapePlayer) -> Callable[[dict[str, Any]], d
         return {"result": found.result} if found.kind == "result" else {"error": found.error}
 
     return answer
+
+
+def _revision_hint(tape: Tape, error: str) -> str:
+    """Why a server may refuse every request of a 2026-07-28 recording: it speaks an earlier revision."""
+    first = tape.exchanges[0].method if tape.exchanges else None
+    if first == "server/discover" and "answered HTTP 4" in error:
+        return " (the recording speaks 2026-07-28, without a session: does this server?)"
+    return ""
 
 
 def _server_answered(frames: list[TapeFrame]) -> bool:
