@@ -210,3 +210,21 @@ def test_replay_url_of_a_2026_07_28_recording_against_a_2025_server_says_why_it_
     )
     assert "the recording speaks 2026-07-28" in proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_a_session_of_mcptape_call_against_a_2026_07_28_server_replays_against_it(tmp_path: Path) -> None:
+    db = tmp_path / "call.db"
+    answer = json.dumps({"action": "accept", "content": {"name": "Bo"}})
+    with modern_http() as url:
+        called = mcptape(
+            "call", "--db", str(db), "--name", "called", "--url", url, "-m", "tools/call",
+            "--tool-name", "greet", "--tool-arg", "greeting=Hi", "--handle-elicitation", answer,
+        )  # fmt: skip
+        replayed = mcptape("replay", "called", "--db", str(db), "--url", url)
+    assert called.returncode == 0, called.stdout + called.stderr
+    assert json.loads(called.stdout)["structuredContent"] == {"result": "Hi, Bo!"}
+    sent = frames(db, "call")
+    assert sent[0]["method"] == "server/discover"
+    assert any(m.get("result", {}).get("resultType") == "input_required" for m in sent)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "exchanges: 4 match, 0 differ" in replayed.stdout
