@@ -79,11 +79,6 @@ def process_cpu(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def calls_per_measure(calls: int, sessions: int) -> int:
-    """Requests one `measure` sends: the warm-up and timed calls, and each session's open and close."""
-    return 20 + calls + 3 + sessions * (calls + 3)
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -158,33 +153,81 @@ class Session:
             await r.read()
 
 
-async def measure(url: str, calls: int, sessions: int) -> tuple[float, float, float]:
-    """(median round-trip ms on one session, calls/s on one session, calls/s over `sessions` sessions)."""
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
-        one = Session(http, url)
-        await one.open()
-        for _ in range(20):
-            await one.call()  # warm up
+class Target:
+    """The sessions a path is measured on, opened once and kept for every round (steady state)."""
+
+    def __init__(self, http: aiohttp.ClientSession, url: str, sessions: int) -> None:
+        self.one = Session(http, url)
+        self.many = [Session(http, url) for _ in range(sessions)]
+
+    async def open(self) -> None:
+        await self.one.open()
+        await asyncio.gather(*(s.open() for s in self.many))
+        # Warm up: behind a stdio upstream each session has a server process of its own,
+        # whose start-up and JIT warm-up are not what a call costs.
+        for _ in range(100):
+            await self.one.call()
+            await asyncio.gather(*(s.call() for s in self.many))
+
+    async def measure(self, calls: int) -> tuple[float, float, float]:
+        """(median round-trip ms on one session, calls/s on one session, calls/s over all sessions)."""
         times = []
         t_all = time.perf_counter()
         for _ in range(calls):
             t0 = time.perf_counter()
-            await one.call()
+            await self.one.call()
             times.append(time.perf_counter() - t0)
         single_rate = calls / (time.perf_counter() - t_all)
-        await one.close()
-        many = [Session(http, url) for _ in range(sessions)]
-        await asyncio.gather(*(s.open() for s in many))
 
         async def run(s: Session) -> None:
             for _ in range(calls):
                 await s.call()
 
         t0 = time.perf_counter()
-        await asyncio.gather(*(run(s) for s in many))
-        multi_rate = sessions * calls / (time.perf_counter() - t0)
-        await asyncio.gather(*(s.close() for s in many))
-    return statistics.median(times) * 1000, single_rate, multi_rate
+        await asyncio.gather(*(run(s) for s in self.many))
+        multi_rate = len(self.many) * calls / (time.perf_counter() - t0)
+        return statistics.median(times) * 1000, single_rate, multi_rate
+
+    async def close(self) -> None:
+        await asyncio.gather(self.one.close(), *(s.close() for s in self.many), return_exceptions=True)
+
+
+Figures = tuple[float, float, float]
+
+
+def alternate(
+    urls: dict[str, str], calls: int, sessions: int, rounds: int, pids: dict[str, int | None]
+) -> tuple[dict[str, Figures], dict[str, float]]:
+    """Measure every path in turn, ``rounds`` times, on sessions kept open throughout.
+
+    Returns each path's median figures and, for the paths named in ``pids``, the median
+    CPU seconds per call of that process (None: this benchmark's own process).
+    """
+
+    async def go() -> tuple[dict[str, list[Figures]], dict[str, list[float]]]:
+        runs: dict[str, list[Figures]] = {name: [] for name in urls}
+        cpu: dict[str, list[float]] = {name: [] for name in pids}
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
+            targets = {name: Target(http, url, sessions) for name, url in urls.items()}
+            for target in targets.values():
+                await target.open()
+            try:
+                for _ in range(rounds):
+                    for name, target in targets.items():
+                        before = process_cpu(pids[name]) if name in pids else 0.0
+                        runs[name].append(await target.measure(calls))
+                        if name in pids:
+                            cpu[name].append((process_cpu(pids[name]) - before) / (calls * (1 + sessions)))
+            finally:
+                for target in targets.values():
+                    await target.close()
+        return runs, cpu
+
+    runs, cpu = asyncio.run(go())
+    figures = {
+        name: tuple(statistics.median(r[i] for r in rs) for i in range(3)) for name, rs in runs.items()
+    }
+    return figures, {name: statistics.median(v) for name, v in cpu.items()}  # type: ignore[misc]
 
 
 def main() -> None:
@@ -208,6 +251,7 @@ def main() -> None:
     )
     tmp = Path(tempfile.mkdtemp())
     gateway = None
+    floors: list[subprocess.Popen[bytes]] = []
     try:
         wait_port(port)
         direct_url = f"http://127.0.0.1:{port}/mcp"
@@ -233,74 +277,70 @@ def main() -> None:
         )
         wait_port(gw_port)
         through_url = f"http://127.0.0.1:{gw_port}/servers/everything/mcp"
+        urls = {"direct": direct_url, "gateway": through_url}
+        for mode in ("splice", "aiohttp"):
+            floor_port = free_port()
+            floors.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(ROOT / "bench" / "floor_proxies.py"),
+                        mode,
+                        str(floor_port),
+                        str(port),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+            wait_port(floor_port)
+            urls[mode] = f"http://127.0.0.1:{floor_port}/mcp"
         # Node's JIT warms up over the first thousands of calls, and neighbours load the
-        # machine: warm up on both paths, then alternate and keep each figure's median.
-        asyncio.run(measure(direct_url, args.calls, args.sessions))
-        asyncio.run(measure(through_url, args.calls, args.sessions))
-        runs: dict[str, list[tuple[float, float, float]]] = {"direct": [], "through": []}
-        cpu: dict[str, list[float]] = {"client": [], "gateway": []}
-        per = calls_per_measure(args.calls, args.sessions)
-        for _ in range(args.rounds):
-            before = process_cpu()
-            runs["direct"].append(asyncio.run(measure(direct_url, args.calls, args.sessions)))
-            cpu["client"].append((process_cpu() - before) / per)
-            before = process_cpu(gateway.pid)
-            runs["through"].append(asyncio.run(measure(through_url, args.calls, args.sessions)))
-            cpu["gateway"].append((process_cpu(gateway.pid) - before) / per)
-        direct, through = (
-            tuple(statistics.median(r[i] for r in runs[side]) for i in range(3))
-            for side in ("direct", "through")
+        # machine: warm up on every path, then alternate and keep each figure's median.
+        figures, cpu = alternate(
+            urls, args.calls, args.sessions, args.rounds, {"direct": None, "gateway": gateway.pid}
         )
     finally:
         if gateway is not None:
             gateway.send_signal(signal.SIGTERM)
             gateway.wait(30)
+        for floor in floors:
+            floor.terminate()
+            floor.wait(10)
         server.terminate()
         server.wait(10)
-    print(f"{'':28}{'direct':>12}{'gateway':>12}{'ratio':>9}")
-    print(f"{'round-trip median (ms)':28}{direct[0]:12.3f}{through[0]:12.3f}{through[0] / direct[0]:9.2f}x")
-    print(f"{'calls/s, 1 session':28}{direct[1]:12.0f}{through[1]:12.0f}{through[1] / direct[1]:9.2f}x")
+    direct = figures["direct"]
+    sides = ("gateway", "aiohttp", "splice")
+    print("ratios to direct; 'aiohttp' and 'splice' are the floors of bench/floor_proxies.py")
+    print(f"{'':26}{'direct':>9}" + "".join(f"{s:>9}{'ratio':>7}" for s in sides))
+    rows = (("round-trip median (ms)", 0, "{:9.3f}"), ("calls/s, 1 session", 1, "{:9.0f}"))
+    rows += ((f"calls/s, {args.sessions} sessions", 2, "{:9.0f}"),)
+    for label, i, fmt in rows:
+        line = f"{label:26}" + fmt.format(direct[i])
+        for side in sides:
+            line += fmt.format(figures[side][i]) + f"{figures[side][i] / direct[i]:6.2f}x"
+        print(line)
+    client_cpu, gateway_cpu = cpu["direct"], cpu["gateway"]
     print(
-        f"{f'calls/s, {args.sessions} sessions':28}{direct[2]:12.0f}{through[2]:12.0f}{through[2] / direct[2]:9.2f}x"
+        f"CPU per call: this client's on the direct path {client_cpu * 1e6:.0f} us,"
+        f" the gateway process's {gateway_cpu * 1e6:.0f} us ({gateway_cpu / client_cpu:.2f}x)"
     )
-    client_cpu, gateway_cpu = statistics.median(cpu["client"]), statistics.median(cpu["gateway"])
-    print(
-        f"{'CPU per call (us)':28}{client_cpu * 1e6:12.0f}{gateway_cpu * 1e6:12.0f}{gateway_cpu / client_cpu:9.2f}x"
-        "   (direct: this client's; gateway: the gateway process's)"
-    )
+    for i, what in ((0, "round-trip"), (2, f"{args.sessions}-session calls/s")):
+        print(f"gateway over the aiohttp floor, {what}: {figures['gateway'][i] / figures['aiohttp'][i]:.2f}x")
     print("targets: round-trip <= 1.2x direct; calls/s with eight sessions >= 0.8x direct")
     if args.bridges:
         bridges(node, args)
 
 
-def serve(
-    argv: list[str], port: int, url: str, calls: int, sessions: int, rounds: int
-) -> tuple[float, float, float]:
-    """Start a stdio-to-HTTP bridge, measure it (medians of `rounds` after a warm-up), stop it."""
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_port(port)
-        asyncio.run(measure(url, calls, sessions))
-        runs = [asyncio.run(measure(url, calls, sessions)) for _ in range(rounds)]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return tuple(statistics.median(r[i] for r in runs) for i in range(3))  # type: ignore[return-value]
-
-
 def bridges(node: str, args: argparse.Namespace) -> None:
+    """stdio-to-HTTP: the same stdio server behind mcptape and the bridges, measured in alternation."""
     stdio = [node, str(ENTRY), "stdio"]
     tmp = Path(tempfile.mkdtemp())
     config = tmp / "servers.json"
     config.write_text(json.dumps({"mcpServers": {"everything": {"command": stdio[0], "args": stdio[1:]}}}))
-    results: dict[str, tuple[float, float, float]] = {}
-    port = free_port()
-    results["mcptape proxy"] = serve(
-        [
+    ports = {name: free_port() for name in ("mcptape proxy", "npm mcp-proxy", "PyPI mcp-proxy")}
+    argvs: dict[str, list[str]] = {
+        "mcptape proxy": [
             sys.executable,
             "-m",
             "mcptape",
@@ -309,46 +349,48 @@ def bridges(node: str, args: argparse.Namespace) -> None:
             "--config",
             str(config),
             "--listen",
-            f"127.0.0.1:{port}",
+            f"127.0.0.1:{ports['mcptape proxy']}",
             "--db",
             str(tmp / "bench.db"),
-        ],
-        port,
-        f"http://127.0.0.1:{port}/servers/everything/mcp",
-        args.calls,
-        args.sessions,
-        args.rounds,
-    )
+        ]
+    }
+    urls = {"mcptape proxy": f"http://127.0.0.1:{ports['mcptape proxy']}/servers/everything/mcp"}
     if args.npm_mcp_proxy:
-        port = free_port()
-        results["npm mcp-proxy"] = serve(
-            [
-                args.npm_mcp_proxy,
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--server",
-                "stream",
-                "--",
-                *stdio,
-            ],
-            port,
-            f"http://127.0.0.1:{port}/mcp",
-            args.calls,
-            args.sessions,
-            args.rounds,
-        )
+        port = ports["npm mcp-proxy"]
+        argvs["npm mcp-proxy"] = [
+            args.npm_mcp_proxy,
+            *("--host", "127.0.0.1", "--port", str(port), "--server", "stream", "--"),
+            *stdio,
+        ]
+        urls["npm mcp-proxy"] = f"http://127.0.0.1:{port}/mcp"
     if args.pypi_mcp_proxy:
-        port = free_port()
-        results["PyPI mcp-proxy"] = serve(
-            [args.pypi_mcp_proxy, "--host", "127.0.0.1", "--port", str(port), "--", *stdio],
-            port,
-            f"http://127.0.0.1:{port}/mcp",
-            args.calls,
-            args.sessions,
-            args.rounds,
-        )
+        port = ports["PyPI mcp-proxy"]
+        argvs["PyPI mcp-proxy"] = [
+            args.pypi_mcp_proxy,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--",
+            *stdio,
+        ]
+        urls["PyPI mcp-proxy"] = f"http://127.0.0.1:{port}/mcp"
+    procs = [
+        subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for argv in argvs.values()
+    ]
+    try:
+        for name in urls:
+            wait_port(ports[name])
+        results, _ = alternate(urls, args.calls, args.sessions, args.rounds, {})
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
     ours = results["mcptape proxy"]
     print()
     print(
@@ -358,6 +400,10 @@ def bridges(node: str, args: argparse.Namespace) -> None:
         print(
             f"{name:28}{rt:14.3f}{one:11.0f}{many:11.0f}   {rt / ours[0]:.2f}x rt, {many / ours[2]:.2f}x calls/s"
         )
+    print(
+        "mcptape starts one server process per session (opened before the clock starts); the npm bridge serves"
+    )
+    print("every session from one")
     print("target: mcptape ahead of both bridges on round-trip and on calls/s")
 
 

@@ -105,6 +105,9 @@ def id_key(rpc_id_text: str) -> str:
         except TypeError:  # lone surrogates: ASCII escapes keep the key valid UTF-8
             return json.dumps(value)
     if first == "-" or first.isdigit():
+        # The common id, a plain integer (no sign, no leading zero), is its own key.
+        if text.isdigit() and text.isascii() and (first != "0" or len(text) == 1):
+            return text
         return _number_key(text)
     if first in ("{", "["):
         return compact_json(text)

@@ -33,6 +33,7 @@ What counts as a secret (case-insensitive, ``_`` and ``-`` alike):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -129,10 +130,15 @@ def is_secret_env_name(name: str) -> bool:
 
 def is_secret_header(name: str, extra_names: Iterable[str] = ()) -> bool:
     """Whether an HTTP header carries a credential (or is one of ``extra_names``)."""
-    lower = name.strip().lower()
-    if lower in _SECRET_HEADERS or lower in {n.strip().lower() for n in extra_names}:
+    if extra_names and name.strip().lower() in {n.strip().lower() for n in extra_names}:
         return True
-    return lower.endswith(("-token", "-key", "-secret", "-password", "-auth"))
+    return _secret_header_name(name)
+
+
+@functools.lru_cache(maxsize=1024)  # asked for every header of every request the gateway records
+def _secret_header_name(name: str) -> bool:
+    lower = name.strip().lower()
+    return lower in _SECRET_HEADERS or lower.endswith(("-token", "-key", "-secret", "-password", "-auth"))
 
 
 def redact_url(url: str) -> str:

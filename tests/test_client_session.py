@@ -103,15 +103,15 @@ def test_a_command_that_does_not_exist_is_a_connect_error(tmp_path: Path) -> Non
 
 FIRST_SEND_PROBE = """
 import sys
-from mcptape.proxy.process import ProcessLink
-original = ProcessLink.send
+from mcptape.proxy.looppipe import LoopProcessLink
+original = LoopProcessLink.send
 def send(self, frame):
-    if not getattr(ProcessLink, "probed", False):
-        ProcessLink.probed = True
+    if not getattr(LoopProcessLink, "probed", False):
+        LoopProcessLink.probed = True
         heavy = sorted(name for name in ("mcp", "sqlalchemy", "alembic", "aiohttp", "jsonschema") if name in sys.modules)
         print("heavy modules at the first request:", ",".join(heavy) or "none", file=sys.stderr, flush=True)
     return original(self, frame)
-ProcessLink.send = send
+LoopProcessLink.send = send
 from mcptape.cli.main import main
 main(sys.argv[1:])
 """

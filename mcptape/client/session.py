@@ -139,10 +139,11 @@ class CallSession:
             return await self._open_remote(self.target.url)
         if self.target.argv is None:
             raise ConnectError(f"no way to reach {self.target.description}")
-        from mcptape.proxy.process import ProcessLink, SpawnError
+        from mcptape.proxy.looppipe import LoopProcessLink
+        from mcptape.proxy.process import SpawnError
 
         try:
-            link = ProcessLink.spawn(
+            link = LoopProcessLink.spawn(
                 self.target.argv,
                 env=self.target.env,
                 cwd=self.target.cwd,

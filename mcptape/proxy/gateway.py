@@ -144,10 +144,10 @@ class Gateway:
 
     def _upstream_link(self, spec: UpstreamSpec, forward_auth: str | None) -> Link:
         if spec.transport == "stdio":
-            from mcptape.proxy.process import ProcessLink
+            from mcptape.proxy.looppipe import LoopProcessLink
 
             assert spec.command is not None
-            return ProcessLink.spawn(spec.command, env=spec.env, cwd=spec.cwd, echo_stderr=False)
+            return LoopProcessLink.spawn(spec.command, env=spec.env, cwd=spec.cwd, echo_stderr=False)
         from mcptape.proxy.http.headers import expand_headers
         from mcptape.proxy.http.upstream import remote_link
 
@@ -341,16 +341,20 @@ class Gateway:
         await response.prepare(request)
         stream.attached = True
         session.streams_open += 1
+        ended = False
         try:
-            await stream.pump(response.write, after)
+            # A request's stream usually closes with its answer: the answer and the end of
+            # the response then leave in one write.
+            ended = await stream.pump(response.write, after, response.write_eof)
         except ConnectionResetError:
             pass  # the client went away: the events stay in the stream for Last-Event-ID
         finally:
             stream.attached = False
             session.streams_open -= 1
             session.link.last_active = time.monotonic()
-        with contextlib.suppress(ConnectionResetError):
-            await response.write_eof()
+        if not ended:
+            with contextlib.suppress(ConnectionResetError):
+                await response.write_eof()
         return response
 
     async def _mcp_get(self, request: web.Request) -> web.StreamResponse:

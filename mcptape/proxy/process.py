@@ -281,11 +281,15 @@ class ProcessLink(FdLink):
                 said.append(why)
             ended(why)
 
-        super().start(deliver, ended_once, event)
+        self._start_pipes(deliver, ended_once, event)
         self._stderr.attach(event)
         threading.Thread(
             target=self._watch_exit, args=(ended_once,), name="mcptape-server-exit", daemon=True
         ).start()
+
+    def _start_pipes(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
+        """Begin reading the server's stdout (here on a reader thread; see LoopProcessLink)."""
+        FdLink.start(self, deliver, ended, event)
 
     def _reader_stuck(self) -> bool:
         """The reader waits for bytes that a dead server will not write (a grandchild holds the pipe)."""

@@ -2,7 +2,10 @@
 
 Receiving runs on a reader thread of the link's own: blocking reads on threads cost
 about 0.03 ms a hop on our 2-core machines where an event-loop turn costs 0.15–0.3 ms
-(bench/bench_relay.py), and the relay's budget is a fraction of a millisecond.
+(bench/bench_relay.py), and the relay's budget is a fraction of a millisecond. That
+holds when the other side is a pipe too (``record``); a spawned server whose other side
+lives on the loop anyway (the gateway, ``call``) is served by the loop itself:
+:mod:`mcptape.proxy.looppipe`.
 
 Sending never blocks the event loop. A frame sent from a thread other than the loop's
 (the other link's reader thread, the common case) is written at once with a blocking

@@ -9,6 +9,7 @@ compared with the recording.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import signal
 from collections.abc import Callable
@@ -76,6 +77,9 @@ def _progress(source: str, total: int) -> Callable[[int, int], None] | None:
 
 async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
     """Replay one recording against a new server process; never raises for a server that fails."""
+    # The recordings read so far are long-lived: keep the cyclic collector from walking
+    # them again and again while the replay allocates (it took a third of a replay's time).
+    gc.freeze()
     recorder = Recorder()
     server: Link
     if plan.upstream_link is not None:

@@ -14,6 +14,8 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
+from mcptape.redact import is_secret_header
+
 SESSION_ID = "Mcp-Session-Id"
 PROTOCOL_VERSION = "MCP-Protocol-Version"
 LAST_EVENT_ID = "Last-Event-ID"
@@ -115,6 +117,8 @@ def that_matter(headers: Iterable[tuple[str, str]], extra_names: Iterable[str] =
     extra = [n.lower() for n in extra_names]
     wanted = MATTERS.union(extra) if extra else MATTERS
     keep = {name: value for name, value in headers if name.lower() in wanted}
+    if not extra and not any(map(is_secret_header, keep)):
+        return keep  # the common case, once or twice per request: no credential to hide
     return redact(keep, extra) if keep else keep
 
 

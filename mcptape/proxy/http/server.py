@@ -93,15 +93,26 @@ class EventStream:
         with self._lock:
             return [(n, data) for n, data in self.events if n > sent]
 
-    async def pump(self, write: Any, after: int = 0) -> None:
-        """Write every event after number ``after`` with ``write`` (an async callable) until closed."""
+    async def pump(self, write: Any, after: int = 0, last: Any = None) -> bool:
+        """Write every event after number ``after`` with ``write`` (an async callable) until closed.
+
+        Events that are ready together go in one write. With ``last`` (an async callable
+        that writes and ends the response), the events that end a closed stream go with
+        the end in one write, and True is returned (the response is ended); else False.
+        """
         sent = after
         while True:
-            for n, data in self._after(sent):
+            batch = self._after(sent)
+            if batch:
+                sent = batch[-1][0]
+                data = batch[0][1] if len(batch) == 1 else b"".join(d for _, d in batch)
+                if last is not None and self.closed and not self._after(sent):
+                    await last(data)
+                    return True
                 await write(data)
-                sent = n
-            if self.closed and not self._after(sent):
-                return
+                continue
+            if self.closed:
+                return False
             self._changed.clear()
             if self._after(sent) or self.closed:
                 continue
