@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from mcptape.proxy.link import LinkEnd
+from mcptape.replay.forwarding import gone
 from tests.http_servers import free_port, modern_http
 from tests.test_replay import DEMO, record
 from tests.test_serve_http import Served, call_tools, rows
@@ -133,3 +135,26 @@ def test_serve_listen_forwarding_to_a_url_nobody_answers_says_so(db: Path, trans
     assert on_tape["structuredContent"] == {"result": 42}
     assert f"cannot reach the MCP server at {dead}" in first
     assert f"cannot reach the MCP server at {dead}" in second
+
+
+def test_the_error_for_a_forward_server_that_is_gone_says_how_it_ended() -> None:
+    request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {}}
+    exited = gone(request, LinkEnd("exited", 3, None, ("first", "boom")))
+    assert exited == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {
+            "code": -32000,
+            "message": "mcptape serve: the server for --on-miss forward exited with status 3 before "
+            "answering tools/call; its last stderr line: boom",
+        },
+    }
+    unreachable = gone(
+        request, LinkEnd("error", None, "mcptape: cannot reach the MCP server at http://h/mcp")
+    )
+    assert (
+        "forward failed (cannot reach the MCP server at http://h/mcp) before"
+        in unreachable["error"]["message"]
+    )
+    assert "forward closed the connection before" in gone(request, LinkEnd("closed"))["error"]["message"]
+    assert "killed by SIGKILL" in gone(request, LinkEnd("exited", -9))["error"]["message"]
