@@ -12,6 +12,7 @@ regression. The recording is also served (`serve --listen`) to a stateless clien
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sqlite3
@@ -176,21 +177,30 @@ def test_replay_url_against_a_changed_2026_07_28_server_names_the_field(db: Path
     assert ignored.returncode == 0, ignored.stdout + ignored.stderr
 
 
+@pytest.mark.parametrize("forward_to", ["command", "url"])
 def test_serve_listen_plays_a_2026_07_28_recording_to_a_stateless_client_and_forwards_its_misses(
-    recorded: tuple[Path, dict[str, Any]], db: Path
+    recorded: tuple[Path, dict[str, Any]], db: Path, forward_to: str
 ) -> None:
-    served = Served("modern", "--db", str(db), "--no-auth", "--on-miss", "forward", server=DEMO)
-    try:
-        http = create_mcp_http_client(headers=served.headers())
-        played = modern_scenario(streamable_http_client(served.url, http_client=http))
-        missed = call_tools(served, ("add", {"a": 1, "b": 1}), mode="auto")
-    finally:
-        code = served.stop()
+    with contextlib.ExitStack() as stack:
+        if forward_to == "command":
+            served = Served("modern", "--db", str(db), "--no-auth", "--on-miss", "forward", server=DEMO)
+            expected = 2  # the demo server's sum
+        else:
+            # A remote 2026-07-28 server whose add is off by one: only it answers 1 + 1 = 3.
+            url = stack.enter_context(modern_http("--changed"))
+            served = Served("modern", "--db", str(db), "--no-auth", "--on-miss", "forward", "--url", url)
+            expected = 3
+        try:
+            http = create_mcp_http_client(headers=served.headers())
+            played = modern_scenario(streamable_http_client(served.url, http_client=http))
+            missed = call_tools(served, ("add", {"a": 1, "b": 1}), mode="auto")
+        finally:
+            code = served.stop()
     assert code == 0, served.stderr
     # server/discover, the plain call and the input_required round come from the recording.
     assert played == recorded[1]
     [answer] = missed
-    assert answer["structuredContent"] == {"result": 2}  # on no tape: the demo server's sum
+    assert answer["structuredContent"] == {"result": expected}
     assert "1 request(s) not on the tape were forwarded" in served.stderr
     served_frames = frames(db, "serve")
     assert not any(m.get("method") == "initialize" for m in served_frames)
