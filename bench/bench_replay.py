@@ -60,6 +60,34 @@ def drive(argv: list[str], frames: list[bytes]) -> tuple[float, list[tuple[str, 
     return time.perf_counter() - t0, transcript
 
 
+def floor_replay(argv: list[str], transcript: list[tuple[str, bytes]]) -> float:
+    """The least any replayer does: send each recorded client frame, read each response, parse
+    it and compare it with the recorded one. No relay, no recording, no normalisation;
+    a floor measured in the same run, like the direct drive."""
+    import orjson
+
+    recorded = {
+        orjson.loads(data)["id"]: orjson.loads(data) for direction, data in transcript if direction == "s2c"
+    }
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    differ = 0
+    for direction, frame in transcript:
+        if direction != "c2s":
+            continue
+        proc.stdin.write(frame + b"\n")
+        proc.stdin.flush()
+        if b'"id"' in frame:
+            answer = orjson.loads(proc.stdout.readline())
+            differ += answer != recorded[answer["id"]]
+    proc.stdin.close()
+    proc.wait()
+    elapsed = time.perf_counter() - t0
+    assert differ == 0, f"{differ} responses differ"
+    return elapsed
+
+
 def write_recording(path: Path, transcript: list[tuple[str, bytes]]) -> None:
     with open(path, "w", encoding="utf-8") as out:
         for i, (direction, data) in enumerate(transcript):
@@ -134,17 +162,23 @@ def main() -> None:
         db = str(Path(tmp) / "rec.db")
         replay_once(path, None)  # warm up imports
         replay_once(path, db)  # create and migrate the database once
-        direct, replay, recorded = [], [], []
+        direct, floor, replay, recorded = [], [], [], []
         for _ in range(args.rounds):
             direct.append(drive(FAST, frames)[0])
+            floor.append(floor_replay(FAST, transcript))
             seconds, count = replay_once(path, None)
             replay.append(seconds)
             recorded.append(replay_once(path, db)[0])
         d, p, q = statistics.median(direct), statistics.median(replay), statistics.median(recorded)
         print(f"{count} exchanges, median of {args.rounds} rounds (server start-up included in each)")
+        f = statistics.median(floor)
         print(f"  direct drive          {d * 1000:8.1f} ms")
+        print(
+            f"  floor replayer        {f * 1000:8.1f} ms   ratio {f / d:.2f}x   (send, read, parse, compare; nothing else)"
+        )
         print(f"  replay (no recording) {p * 1000:8.1f} ms   ratio {p / d:.2f}x   (target <= 1.5x)")
         print(f"  replay (recorded)     {q * 1000:8.1f} ms   ratio {q / d:.2f}x")
+        print(f"  replay over the floor: {p / f:.2f}x without recording, {q / f:.2f}x recorded")
         served = statistics.median(serve_rate(path, frames) for _ in range(args.rounds))
         live = statistics.median(direct_rate(frames) for _ in range(args.rounds))
         print(

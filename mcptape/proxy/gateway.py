@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from aiohttp import web
 
 from mcptape.config import UpstreamSpec
@@ -77,9 +78,20 @@ class GatewaySession:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": f"mcptape: {message}"}}
+def error_response(
+    status: int, message: str, headers: dict[str, str] | None = None, code: int = -32000
+) -> web.Response:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": f"mcptape: {message}"}}
     return web.json_response(body, status=status, headers=headers)
+
+
+def not_json_rpc(frame: Frame, headers: dict[str, str] | None = None) -> web.Response:
+    """400 for a POSTed body that is no JSON-RPC message, as a streamable HTTP server answers it."""
+    try:
+        orjson.loads(frame.data)  # only for a body that is no message: never on the hot path
+    except orjson.JSONDecodeError:
+        return error_response(400, "Parse error: the body is not JSON", headers, code=-32700)
+    return error_response(400, "Invalid Request: the body is not a JSON-RPC message", headers, code=-32600)
 
 
 class Gateway:
@@ -128,8 +140,16 @@ class Gateway:
             return error_response(
                 401, "missing or wrong gateway token", {"WWW-Authenticate": 'Bearer realm="mcptape"'}
             )
+        unrouted = request.match_info.http_exception
+        if isinstance(unrouted, web.HTTPMethodNotAllowed):
+            allowed = ", ".join(sorted(unrouted.allowed_methods))
+            return error_response(
+                405, f"{request.method} is not allowed here (allowed: {allowed})", {"Allow": allowed}
+            )
         name = request.match_info.get("name")
-        if name is None or name not in self.config.registry:
+        if name is None:
+            return error_response(404, f"nothing is served at {request.path!r}")
+        if name not in self.config.registry:
             return error_response(404, f"no upstream named {name!r} is registered")
         request["auth_via"] = auth.via
         try:
@@ -284,6 +304,8 @@ class Gateway:
             sid = secrets.token_hex(16)
             headers[SESSION_ID] = sid
             session = await self.open_session(request, HttpSessionLink(sid, path=request.path), "http")
+        elif frame.kind == "malformed":
+            return not_json_rpc(frame)  # no session to record it in, and no server started for it
         else:
             stateless = True
             session = await self._stateless(request, frame)
@@ -302,6 +324,8 @@ class Gateway:
             except LinkClosed:
                 return error_response(502, "the upstream session ended before it took the request")
         if stream is None:
+            if frame.kind == "malformed":
+                return not_json_rpc(frame, headers)  # recorded and passed on all the same
             return web.Response(status=202, headers=headers)
         return await self.pump(request, session, stream, 0, headers)
 

@@ -38,6 +38,9 @@ COALESCE_BYTES = 64 << 10
 STDERR_RATE = 1 << 20  # bytes of stderr recorded per second, beyond a burst of 4x
 ECHO_QUEUE = 1 << 20
 POLL_S = 0.005
+# Waits at shutdown look again after 0.5 ms, then twice as long each time up to POLL_S: a
+# server that exits at once on end of input is seen within about a millisecond, not 5.
+FIRST_POLL_S = 0.0005
 READER_LINGER_S = 0.5  # after the process exited, how long a grandchild may keep its stdout open
 READER_MAX_S = 15.0  # how long the reader may take to deliver what a dead server wrote (recording waits)
 
@@ -299,11 +302,13 @@ class ProcessLink(FdLink):
     async def _reader_settled(self) -> None:
         """Wait until the reader delivered everything, or waits in vain (bounded by READER_MAX_S)."""
         deadline = time.monotonic() + READER_MAX_S
+        pause = FIRST_POLL_S
         while not self.reader_done.is_set():
             if self._reader_stuck() or time.monotonic() >= deadline:
                 self.stop_receiving()
                 return
-            await asyncio.sleep(POLL_S)
+            await asyncio.sleep(pause)
+            pause = min(POLL_S, pause * 2)
 
     def _watch_exit(self, ended: Ended) -> None:
         """A server that exits while a child of its keeps its stdout open has still ended."""
@@ -335,18 +340,22 @@ class ProcessLink(FdLink):
     async def _wait_exit(self, timeout: float) -> int | None:
         # Polling keeps waiting off the default executor, whose threads asyncio.run joins at exit.
         deadline = time.monotonic() + timeout
+        pause = FIRST_POLL_S
         while (code := self.proc.poll()) is None:
             if time.monotonic() >= deadline:
                 return None
-            await asyncio.sleep(POLL_S)
+            await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(POLL_S, pause * 2)
         return code
 
     async def _wait_event(self, event: threading.Event, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
+        pause = FIRST_POLL_S
         while not event.is_set():
             if time.monotonic() >= deadline:
                 return False
-            await asyncio.sleep(POLL_S)
+            await asyncio.sleep(pause)
+            pause = min(POLL_S, pause * 2)
         return True
 
     async def aclose(self, grace: float) -> LinkEnd:

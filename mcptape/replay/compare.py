@@ -89,6 +89,8 @@ def _normalised(normaliser: Normaliser, notifications: list[Any], requests: list
 
 def _minus(a: list[Item], b: list[Item]) -> list[Item]:
     """The items of ``a`` not in ``b``, as multisets."""
+    if not a or not b:
+        return list(a)  # most exchanges carry no notifications at all
     left = Counter((i[0], i[1], i[2]) for i in b)
     out = []
     for item in a:

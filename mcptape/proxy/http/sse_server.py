@@ -43,15 +43,18 @@ async def sse_get(gateway: Gateway, request: web.Request) -> web.StreamResponse:
 
 async def sse_post(gateway: Gateway, request: web.Request) -> web.StreamResponse:
     """One message of a legacy SSE session: delivered to the relay, answered 202 (replies go on the stream)."""
-    from mcptape.proxy.gateway import error_response
+    from mcptape.proxy.gateway import error_response, not_json_rpc
 
     sid = request.query.get("session_id", "")
     session = gateway.sessions.get(sid)
     if session is None or not isinstance(session.link, SseSessionLink):
         return error_response(404, f"session {sid!r} does not exist (it ended or expired)")
     body = await request.read()
+    frame = Frame(body, "c2s", meta=gateway.frame_meta(request, "sse-endpoint"))
     try:
-        await session.link.receive(Frame(body, "c2s", meta=gateway.frame_meta(request, "sse-endpoint")))
+        await session.link.receive(frame)
     except LinkClosed:
         return error_response(404, "the session is closing")
+    if frame.kind == "malformed":
+        return not_json_rpc(frame)  # recorded and passed on all the same
     return web.Response(status=202, text="Accepted")

@@ -1,0 +1,110 @@
+"""What the gateway answers a client that POSTs no JSON-RPC message, or uses a method no route has.
+
+A stdio upstream behind the gateway cannot answer at the HTTP level, so the gateway does
+what a streamable HTTP server does: 400 with a JSON-RPC error (-32700 for a body that is no
+JSON, -32600 for JSON that is no message). Without a session id nothing is started for
+such a body; inside a session it is recorded and passed on like every frame.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.gateway_proc import GatewayProcess
+from tests.recording import query
+from tests.test_gateway_security import INIT, request
+
+DEMO = {"demo": {"command": sys.executable, "args": ["-m", "mcptape.servers.demo"]}}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture
+def gateway(tmp_path: Path) -> Any:
+    g = GatewayProcess(tmp_path / "g.db", DEMO, "--no-auth", tmp=tmp_path)
+    yield g
+    g.stop()
+
+
+def _error(body: bytes) -> tuple[Any, int]:
+    answer = json.loads(body)
+    return answer["id"], answer["error"]["code"]
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"{nope", -32700),
+        (b"", -32700),
+        (b"[" * 5000 + b"]" * 5000, -32700),
+        (b"\xff\xfe garbage", -32700),
+        (b"null", -32600),
+        (b'"a string"', -32600),
+        (b'{"no": "jsonrpc"}', -32600),
+        (b"[]", -32600),
+    ],
+)
+def test_a_body_that_is_no_message_is_400_and_starts_no_server(
+    gateway: GatewayProcess, tmp_path: Path, body: bytes, code: int
+) -> None:
+    status, _, data = request(gateway.base, "POST", "/servers/demo/mcp", ACCEPT, body)
+    assert status == 400
+    assert _error(data) == (None, code)
+    gateway.stop()
+    db = tmp_path / "g.db"
+    # The store opens with the first session: no file at all means none was started.
+    assert not db.exists() or query(db, "select count(*) from sessions")[0][0] == 0
+
+
+def test_inside_a_session_a_bad_body_is_400_recorded_and_the_session_goes_on(
+    gateway: GatewayProcess, tmp_path: Path
+) -> None:
+    status, headers, _ = request(gateway.base, "POST", "/servers/demo/mcp", ACCEPT, INIT)
+    assert status == 200
+    session = {**ACCEPT, "Mcp-Session-Id": headers["mcp-session-id"]}
+    status, headers, data = request(gateway.base, "POST", "/servers/demo/mcp", session, b"{oops")
+    assert status == 400 and _error(data) == (None, -32700)
+    ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+    status, _, data = request(gateway.base, "POST", "/servers/demo/mcp", session, ping)
+    assert status == 200 and b'"id":2' in data
+    gateway.stop()
+    rows = query(tmp_path / "g.db", "select kind, text from frames where direction = 'c2s' order by seq")
+    assert ("malformed", "{oops") in rows
+
+
+def test_a_method_no_route_takes_is_405_naming_the_allowed_ones(gateway: GatewayProcess) -> None:
+    status, headers, data = request(gateway.base, "PATCH", "/servers/demo/mcp", ACCEPT, b"{}")
+    assert status == 405
+    assert set(headers["allow"].split(", ")) >= {"GET", "POST", "DELETE"}
+    assert b"PATCH is not allowed" in data
+
+
+def test_a_path_nothing_serves_is_404(gateway: GatewayProcess) -> None:
+    status, _, data = request(gateway.base, "GET", "/nothing/here", ACCEPT)
+    assert status == 404 and b"nothing is served at" in data
+
+
+def test_a_legacy_sse_message_that_is_no_json_is_400(gateway: GatewayProcess) -> None:
+    import asyncio
+
+    import aiohttp
+
+    async def scenario() -> tuple[int, Any]:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.get(gateway.url("demo", "sse"), headers={"Accept": "text/event-stream"}) as stream,
+        ):
+            endpoint = None
+            async for line in stream.content:
+                if line.startswith(b"data:"):
+                    endpoint = line[5:].strip().decode()
+                    break
+            assert endpoint is not None
+            async with http.post(gateway.base + endpoint, data=b"{oops") as r:
+                return r.status, _error(await r.read())
+
+    assert asyncio.run(scenario()) == (400, (None, -32700))
