@@ -11,6 +11,7 @@ each forwarded request into a JSON-RPC error saying so, never a client left wait
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ import pytest
 
 from mcptape.proxy.link import LinkEnd
 from mcptape.replay.forwarding import gone
+from tests.cli_errors import assert_one_line_error
+from tests.conftest import MCPTAPE
 from tests.http_servers import free_port, modern_http
 from tests.test_replay import DEMO, record
 from tests.test_serve_http import Served, call_tools, rows
@@ -158,3 +161,23 @@ def test_the_error_for_a_forward_server_that_is_gone_says_how_it_ended() -> None
     )
     assert "forward closed the connection before" in gone(request, LinkEnd("closed"))["error"]["message"]
     assert "killed by SIGKILL" in gone(request, LinkEnd("exited", -9))["error"]["message"]
+
+
+def test_serve_listen_with_a_forward_command_that_cannot_start_is_an_error_at_start_up(
+    demo_db: Path, tmp_path: Path
+) -> None:
+    def serve(*server: str) -> subprocess.CompletedProcess[str]:
+        argv = ["serve", "demo", "--db", str(demo_db), "--no-record", "--no-auth", "--listen", "127.0.0.1:0"]
+        return subprocess.run(
+            [*MCPTAPE, *argv, "--on-miss", "forward", "--", *server],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+
+    assert_one_line_error(
+        serve(str(tmp_path / "no-such-server")), "--on-miss forward cannot be started", "not found"
+    )
+    assert_one_line_error(serve("no-such-command-h15"), "'no-such-command-h15' not found")
+    (tmp_path / "plain.txt").write_text("not a program")
+    assert_one_line_error(serve(str(tmp_path / "plain.txt")), "not executable")

@@ -29,7 +29,7 @@ from mcptape.proxy.process import SpawnError
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.relay import Relay
 from mcptape.replay.mock import TapeServer
-from mcptape.replay.serving import ServePlan, open_fallback, strict_failures
+from mcptape.replay.serving import ServePlan, forward_problem, open_fallback, strict_failures
 from mcptape.say import say as _say
 
 NAME: Final = "tape"
@@ -114,6 +114,10 @@ def tape_config(host: str, port: int, token: str | None, db: str | None, grace: 
 
 async def run_serve_http(plan: ServePlan, config: GatewayConfig, announce_token: str | None) -> int:
     """Serve the tape over HTTP until SIGINT/SIGTERM; the exit status (see ``serve --strict``)."""
+    problem = forward_problem(plan)
+    if problem is not None:
+        _say(f"error: {problem}")
+        return 2
     gateway = TapeGateway(config, plan)
     runner = web.AppRunner(gateway.app(), handler_cancellation=True, access_log=None)
     await runner.setup()

@@ -8,7 +8,9 @@ server requests, can be read back with SQL like any session.
 from __future__ import annotations
 
 import asyncio
+import os
 import shlex
+import shutil
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +65,28 @@ def open_fallback(plan: ServePlan) -> Link | None:
     if plan.forward_argv:
         return ProcessLink.spawn(plan.forward_argv, env=plan.forward_env, cwd=plan.forward_cwd)
     return None
+
+
+def forward_problem(plan: ServePlan) -> str | None:
+    """Why the --on-miss forward command could not start (not found, not executable); None if it can.
+
+    ``serve --listen`` starts one per client session: checked once before serving, so a
+    typo is an error at start-up rather than an error every client gets.
+    """
+    if plan.forward_link is not None or not plan.forward_argv:
+        return None
+    command = plan.forward_argv[0]
+    if plan.forward_cwd is not None and not os.path.isdir(plan.forward_cwd):
+        return f"the server for --on-miss forward cannot be started: {plan.forward_cwd!r} not found"
+    if os.sep in command:
+        path = os.path.join(plan.forward_cwd or os.curdir, command)
+        found = os.path.isfile(path) and os.access(path, os.X_OK)
+    else:
+        search = (plan.forward_env or {}).get("PATH", os.environ.get("PATH", os.defpath))
+        found = shutil.which(command, path=search) is not None
+    if found:
+        return None
+    return f"the server for --on-miss forward cannot be started: {command!r} not found or not executable"
 
 
 async def run_serve(plan: ServePlan, client: Link | None = None) -> int:
