@@ -8,14 +8,17 @@ start and recorded as a session of mode serve.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
 import sqlite3
 import subprocess
 import threading
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +94,17 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
     return db, record(db, "demo", DEMO)
 
 
+def wait_for(probe: Callable[[], Any], wanted: Any, timeout: float = 20) -> None:
+    """Poll ``probe`` until it returns ``wanted`` (a database another process writes)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(sqlite3.OperationalError):
+            if probe() == wanted:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"still not {wanted!r} after {timeout} s: {probe()!r}")
+
+
 def rows(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     con = sqlite3.connect(db)
     try:
@@ -111,6 +125,12 @@ def test_serve_listen_gives_the_sdk_http_client_the_live_results_in_every_sessio
         for _ in range(2):  # each session is played the recording from its start
             http = create_mcp_http_client(headers=served.headers())
             assert demo_scenario(streamable_http_client(served.url, http_client=http)) == live  # type: ignore[arg-type]
+        # The client's DELETE is answered before its session has finished closing; a SIGTERM in
+        # that window records it as interrupted (the relay's rule for a signal during an ending).
+        wait_for(
+            lambda: rows(db, "select count(*) from sessions where mode='serve' and ended_at is not null"),
+            [(2,)],
+        )
     finally:
         code = served.stop()
     assert code == 0, served.stderr
