@@ -160,3 +160,33 @@ def test_a_pipelined_recording_of_large_frames_replays_against_a_real_process_wi
     replayed = asyncio.run(main())
     assert replayed.result.error is None
     assert [e.status for e in replayed.result.exchanges] == ["match"] * 41
+
+
+def test_a_server_flooding_notifications_is_counted_past_a_bound_not_kept_and_the_replay_fails() -> None:
+    # The hostile server never answers and writes notifications as fast as it can: kept
+    # all, they filled memory (940 MB in 10 s); past the bound they are only counted.
+    import sys
+
+    from mcptape.replay.player import KEEP_NOTIFICATIONS
+    from mcptape.replay.run import ReplayPlan, replay_tape
+    from tests.conftest import ROOT
+
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+    tape = tape_of(("c2s", init), ("s2c", {"jsonrpc": "2.0", "id": 0, "result": {}}))
+    server = [sys.executable, "-m", "tests.servers.hostile", "flood-stdout"]
+    plan = ReplayPlan(
+        server, None, str(ROOT), "flood", None, record=False, timeout=2, grace=0.5, progress=False
+    )
+
+    async def main() -> Any:
+        return await asyncio.wait_for(replay_tape(tape, plan), 30)
+
+    replayed = asyncio.run(main())
+    kept = [f for f in replayed.frames if f.kind == "notification"]
+    assert len(kept) == KEEP_NOTIFICATIONS
+    flood = replayed.result.exchanges[-1]
+    assert (flood.method, flood.status) == ("notifications", "differs")
+    assert flood.differences[0].recorded == 0
+    sent = int(str(flood.differences[0].replayed).split()[0])
+    assert sent > KEEP_NOTIFICATIONS
+    assert replayed.result.exchanges[0].status == "no response"  # initialize never answered

@@ -45,6 +45,7 @@ METHOD_NOT_FOUND = -32601
 # The delivering thread sends the next frame itself only when the server has read every
 # request and what it may not have read yet (notifications sent since) stays well below
 # a pipe's 64 KiB: such a write never blocks.
+KEEP_NOTIFICATIONS = 10_000
 INLINE_MAX = 16 << 10
 UNREAD_MAX = 32 << 10
 
@@ -89,6 +90,12 @@ class TapePlayer:
         self.progress = progress
         self.seen: list[TapeFrame] = []
         self.timed_out: list[str] = []
+        # A server that floods notifications must not fill memory: past this many, they
+        # are counted, not kept (the recording's own count, twice over, or 10,000).
+        recorded = len(tape.loose) + sum(len(e.notifications) for e in tape.exchanges)
+        self.keep_notifications = max(KEEP_NOTIFICATIONS, 2 * recorded)
+        self.notifications_kept = 0
+        self.notifications_dropped = 0
         self.book = AnswerBook(
             Entry(i, c.method, c.request.get("params"), c.answer) for i, c in enumerate(tape.server_calls, 1)
         )
@@ -294,6 +301,11 @@ class TapePlayer:
 
     def _received(self, frame: Frame) -> bool:
         """Under _cv: note a server frame; whether it answered a request or asked something."""
+        if frame.kind == "notification":
+            if self.notifications_kept >= self.keep_notifications:
+                self.notifications_dropped += 1
+                return False
+            self.notifications_kept += 1
         # The relay has parsed the frame already (to track the requests it answers).
         noted = self._note("s2c", frame.origin or "server", frame.data, frame.message)
         woken = False

@@ -24,7 +24,8 @@ from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.recording import BackgroundStore, SessionRow
 from mcptape.proxy.relay import Relay
 from mcptape.proxy.session import _redacted
-from mcptape.replay.compare import SessionResult, compare_tapes
+from mcptape.replay.compare import DIFFERS, ExchangeResult, SessionResult, compare_tapes
+from mcptape.replay.matchers import Difference
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.player import TapePlayer
 from mcptape.replay.tape import Tape, TapeFrame
@@ -127,6 +128,8 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
         replay_id = store.session_id
     replayed = player.replayed_tape()
     results = compare_tapes(tape, replayed, plan.normaliser)
+    if player.notifications_dropped:
+        results.append(_flood(tape, player))
     error = None
     if not _server_answered(player.seen):
         # Nothing came from the server: the replay could not run (a server that died, a URL
@@ -154,6 +157,16 @@ def _record_settled_transport(server: Link, session: SessionContext, recorder: R
             recorder.update(transport=session.transport)
 
         server.on_settled = settled
+
+
+def _flood(tape: Tape, player: TapePlayer) -> ExchangeResult:
+    """The notifications a flooding server sent beyond what the player keeps: a difference of its own."""
+    recorded = len(tape.loose) + sum(len(e.notifications) for e in tape.exchanges)
+    sent = player.notifications_kept + player.notifications_dropped
+    why = f"{sent} sent; the first {player.notifications_kept} were kept and compared, the rest counted"
+    return ExchangeResult(
+        0, "notifications", None, DIFFERS, [Difference("notifications sent in all", recorded, why)]
+    )
 
 
 def rules_answer(rules: Any, player: TapePlayer) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
