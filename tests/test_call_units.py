@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mcptape.client.coerce import coerce_arguments, coerce_value, split_pairs
-from mcptape.client.errors import ClientTimeout, ToolError, ValidationError
+from mcptape.client.errors import ClientTimeout, ToolError, TransportError, ValidationError
 from mcptape.client.methods import Call, build_params, missing_capability, tool_text
 from mcptape.client.output import envelope, error_line, log_line
 from mcptape.client.runner import call_from_step
@@ -158,6 +158,10 @@ def test_envelope_and_lines() -> None:
     assert error_line(ClientTimeout("slow")) == "error (timeout): slow"
     assert error_line(failed) == "warning (application): it failed"
     assert error_line(ToolError("no", fail=True)) == "error (application): no"
+    # A link's own answer says "mcptape: ..."; the line does not say it twice.
+    assert error_line(TransportError("mcptape: the MCP server answered HTTP 400")) == (
+        "error (transport): the MCP server answered HTTP 400"
+    )
     assert (
         tool_text(
             {"content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]}

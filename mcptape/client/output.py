@@ -68,7 +68,9 @@ def error_line(error: ClientError) -> str:
     does not fail the run (no ``--fail-on-error``) is a warning."""
     code = f", code {error.code}" if error.code is not None else ""
     word = "warning" if isinstance(error, ToolError) and error.status == 0 else "error"
-    return f"{word} ({error.category}{code}): {error.message}"
+    # A link's own error answer starts "mcptape: "; the line already says who speaks.
+    message = error.message.removeprefix("mcptape: ")
+    return f"{word} ({error.category}{code}): {message}"
 
 
 def event(kind: str, body: dict[str, Any]) -> str:
