@@ -1,4 +1,5 @@
-"""Test helper: the reference server `@modelcontextprotocol/server-everything` over HTTP, on a free port."""
+"""Test helpers: HTTP servers on a free port (the reference `@modelcontextprotocol/server-everything`, and
+a 2026-07-28 server written with the SDK)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from tests.conftest import NPM_DIR
 
@@ -45,6 +48,30 @@ def everything_http(transport: str) -> Iterator[str]:
     try:
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}/{'mcp' if transport == 'streamableHttp' else 'sse'}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+MODERN_HTTP = Path(__file__).parent / "servers" / "modern_http.py"
+
+
+@contextlib.contextmanager
+def modern_http(*flags: str) -> Iterator[str]:
+    """Run tests/servers/modern_http.py (the SDK's streamable HTTP server, 2026-07-28); yields its URL."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(MODERN_HTTP), str(port), *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, proc)
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
         try:

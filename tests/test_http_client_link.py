@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from mcptape.frames import Frame
-from mcptape.proxy.http.client import HttpClientLink
+from mcptape.proxy.http.client import HttpClientLink, error_said
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -173,3 +173,18 @@ def test_a_post_stream_whose_answer_came_on_the_get_stream_is_not_resumed() -> N
     got = asyncio.run(main())
     assert [f.data for f in got][1] == ANSWER and got[1].meta is not None and got[1].meta["stream"] == "get"
     assert gets == [None]  # the GET stream, opened once; no resume of the answered POST stream
+
+
+def test_an_error_body_answering_no_request_lends_its_words_to_the_error_mcptape_makes() -> None:
+    refused = (
+        b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: Server not initialized"},"id":null}'
+    )
+    assert error_said(refused, "Bad Request") == "Server not initialized"  # the reason is not said twice
+    assert error_said(refused, "Forbidden") == "Bad Request: Server not initialized"
+    hostile = json.dumps({"error": {"message": "a\x1b[31m\nb" + "x" * 300}}).encode()
+    said = error_said(hostile)
+    assert said is not None and "\x1b" not in said and "\n" not in said and len(said) == 200
+    assert error_said(b"<html>nope</html>") is None
+    assert error_said(b'{"error": "plain"}') is None
+    assert error_said(None) is None
+    assert error_said(b'{"error": {"message": "   "}}') is None

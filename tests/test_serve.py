@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,51 @@ def test_on_miss_forward_asks_the_real_server_and_records_it(
     finally:
         con.close()
     assert forwarded == (1,)
+
+
+def test_on_miss_forward_answers_an_error_when_the_real_server_dies(
+    demo_db: tuple[Path, dict[str, Any]],
+) -> None:
+    dies = [
+        sys.executable,
+        "-c",
+        "import sys\nfor line in sys.stdin:\n    'tools/call' in line and sys.exit(3)",
+    ]
+    miss = {
+        "jsonrpc": "2.0",
+        "method": "tools/call",
+        "params": {"name": "add", "arguments": {"a": 1, "b": 1}},
+    }
+    proc = subprocess.Popen(
+        [
+            *MCPTAPE,
+            "serve",
+            "--db",
+            str(demo_db[0]),
+            "--no-record",
+            "demo",
+            "--on-miss",
+            "forward",
+            "--",
+            *dies,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    replies = []
+    for line in [INIT, INITIALIZED, {**miss, "id": 9}, {**miss, "id": 10}]:
+        proc.stdin.write(json.dumps(line) + "\n")
+        proc.stdin.flush()
+        if "id" in line:
+            replies.append(json.loads(proc.stdout.readline()))  # never a client left waiting
+    proc.stdin.close()
+    assert proc.wait(60) == 0
+    said = "the server for --on-miss forward exited with status 3 before answering tools/call"
+    assert [r["id"] for r in replies] == ["a", 9, 10]
+    assert all(r["error"]["code"] == -32000 and said in r["error"]["message"] for r in replies[1:])
 
 
 def test_serve_usage_errors_are_one_line(demo_db: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:

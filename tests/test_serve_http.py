@@ -8,35 +8,44 @@ start and recorded as a session of mode serve.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
 import sqlite3
 import subprocess
 import threading
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.cli_errors import assert_one_line_error
 from tests.conftest import MCPTAPE
-from tests.test_replay import DEMO, demo_scenario, record
+from tests.test_replay import DEMO, demo_scenario, dump, record
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
 
 class Served:
-    """`mcptape serve ... --listen 127.0.0.1:0`; ``url`` (streamable HTTP) once it is ready."""
+    """`mcptape serve ... --listen 127.0.0.1:0 [-- SERVER...]`; ``url`` (streamable HTTP) once it is ready."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, *args: str, env: dict[str, str] | None = None, server: list[str] | None = None
+    ) -> None:
+        after = ["--", *server] if server else []
         self.proc = subprocess.Popen(
-            [*MCPTAPE, "serve", *args, "--listen", "127.0.0.1:0"],
+            [*MCPTAPE, "serve", *args, "--listen", "127.0.0.1:0", *after],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -85,10 +94,21 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, A
     return db, record(db, "demo", DEMO)
 
 
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
+def wait_for(probe: Callable[[], Any], wanted: Any, timeout: float = 20) -> None:
+    """Poll ``probe`` until it returns ``wanted`` (a database another process writes)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(sqlite3.OperationalError):
+            if probe() == wanted:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"still not {wanted!r} after {timeout} s: {probe()!r}")
+
+
+def rows(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
     con = sqlite3.connect(db)
     try:
-        return con.execute(sql).fetchall()
+        return con.execute(sql, args).fetchall()
     finally:
         con.close()
 
@@ -105,6 +125,12 @@ def test_serve_listen_gives_the_sdk_http_client_the_live_results_in_every_sessio
         for _ in range(2):  # each session is played the recording from its start
             http = create_mcp_http_client(headers=served.headers())
             assert demo_scenario(streamable_http_client(served.url, http_client=http)) == live  # type: ignore[arg-type]
+        # The client's DELETE is answered before its session has finished closing; a SIGTERM in
+        # that window records it as interrupted (the relay's rule for a signal during an ending).
+        wait_for(
+            lambda: rows(db, "select count(*) from sessions where mode='serve' and ended_at is not null"),
+            [(2,)],
+        )
     finally:
         code = served.stop()
     assert code == 0, served.stderr
@@ -162,6 +188,9 @@ def test_serve_listen_checks_the_token_and_the_host(demo_db: tuple[Path, dict[st
         (["--listen", "0.0.0.0:0"], "--allow-remote"),
         (["--listen", "0.0.0.0:0", "--allow-remote", "--no-auth"], "loopback only"),
         (["--listen", "nonsense"], "is not HOST:PORT"),
+        (["--url", "http://127.0.0.1:9/mcp"], "only used with --on-miss forward"),
+        (["--on-miss", "forward", "--url", "ftp://example.com/mcp"], "is not an http"),
+        (["--on-miss", "forward", "--url", "http://127.0.0.1:9/mcp", "--", "true"], "give one server"),
     ],
 )
 def test_serve_listen_flag_errors_are_one_line(
@@ -172,3 +201,34 @@ def test_serve_listen_flag_errors_are_one_line(
         [*MCPTAPE, "serve", "demo", "--db", str(db), *args], capture_output=True, text=True, timeout=30
     )
     assert_one_line_error(proc, fragment)
+
+
+def call_tools(served: Served, *calls: tuple[str, dict[str, Any]], mode: str = "legacy") -> list[Any]:
+    """The SDK's streamable HTTP client calls each tool in one session: each result, or the error's text."""
+
+    async def main() -> list[Any]:
+        http = create_mcp_http_client(headers=served.headers())
+        out: list[Any] = []
+        async with Client(streamable_http_client(served.url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
+            for name, arguments in calls:
+                try:
+                    out.append(dump(await client.call_tool(name, arguments)))
+                except MCPError as exc:
+                    out.append(str(exc))
+        return out
+
+    return anyio.run(main)
+
+
+def test_serve_listen_miss_names_the_nearest_recorded_requests(demo_db: tuple[Path, dict[str, Any]]) -> None:
+    db, _ = demo_db
+    served = Served("demo", "--db", str(db), "--no-record", "--no-auth", "--strict")
+    try:
+        (message,) = call_tools(served, ("weather", {"city": "Paris"}))
+    finally:
+        code = served.stop()
+    assert "no recorded response matches this tools/call request" in message
+    assert "#4 tools/call (differs at /params/arguments/city)" in message
+    assert message.count("#") == 3
+    assert code == 1  # --strict: a request matched nothing
+    assert "1 request(s) matched nothing on the tape" in served.stderr

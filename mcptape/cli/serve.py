@@ -12,6 +12,8 @@ from mcptape.cli.replay_options import (
     CommandAfterDashes,
     comparison_options,
     load_tapes,
+    remote_options,
+    remote_server,
     server_command,
     upstream_options,
 )
@@ -32,12 +34,14 @@ from mcptape.cli.replay_options import (
     default="error",
     show_default=True,
     help="A request the recording has no answer for: a JSON-RPC error naming the nearest recorded "
-    "requests (error), or forwarded to the real server given after -- or by --upstream, and recorded (forward).",
+    "requests (error), or forwarded to the real server given after --, by --url or by --upstream, and "
+    "recorded (forward).",
 )
 @click.option(
     "--strict", is_flag=True, help="Exit 1 if recorded requests were never asked for, or a request missed."
 )
 @upstream_options
+@remote_options
 @comparison_options
 @click.option(
     "--record/--no-record",
@@ -76,6 +80,9 @@ def serve(
     strict: bool,
     upstream: str | None,
     config_path: str | None,
+    url: str | None,
+    transport: str | None,
+    header_flags: tuple[str, ...],
     ignore: tuple[str, ...],
     keep: tuple[str, ...],
     record: bool | None,
@@ -95,7 +102,9 @@ def serve(
     for the client's answer. `initialize` and `server/discover` get the
     recorded answer whatever the client asks. A request with no match gets a
     JSON-RPC error naming the three nearest recorded requests and the fields
-    that differ.
+    that differ. With --on-miss forward such a request goes to a real server
+    instead (a command after --, --url URL or --upstream NAME; one per client
+    session), and its answer goes to the client and into the recording.
 
     With --listen HOST:PORT it serves over streamable HTTP and legacy SSE
     instead, until Ctrl-C or SIGTERM, as `mcptape proxy` serves an upstream:
@@ -113,6 +122,7 @@ def serve(
       mcptape serve last
       mcptape serve --file tests/recordings/weather.jsonl --strict
       mcptape serve weather --on-miss forward -- python -m weather_server
+      mcptape serve weather --on-miss forward --url http://127.0.0.1:3001/mcp
       mcptape serve weather --listen 127.0.0.1:8809
     In a client's config: {"command": "mcptape", "args": ["serve", "weather"]}
     """
@@ -124,9 +134,10 @@ def serve(
         raise UserError(str(exc)) from None
     if bool(session) == bool(file):
         raise UserError("give one recording: a SESSION (id, prefix, name or last) or --file FILE")
-    spec = server_command(ctx, upstream, config_path, required=on_miss == "forward")
-    if spec is not None and on_miss != "forward":
-        raise UserError("a server command is only used with --on-miss forward")
+    remote = remote_server(ctx, url, transport, header_flags, upstream, config_path)
+    spec = None if remote else server_command(ctx, upstream, config_path, required=on_miss == "forward")
+    if (spec is not None or remote is not None) and on_miss != "forward":
+        raise UserError("a server command, --url or --upstream is only used with --on-miss forward")
     if listen is None and (token_file or no_auth or allow_remote):
         raise UserError("--token-file, --no-auth and --allow-remote go with --listen HOST:PORT")
     address = _address(listen, no_auth, allow_remote) if listen is not None else None
@@ -143,6 +154,8 @@ def serve(
         forward_argv=spec[0] if spec else None,
         forward_env=spec[1] if spec else None,
         forward_cwd=spec[2] if spec else None,
+        forward_link=remote[1] if remote else None,
+        forward_description=remote[0] if remote else None,
         normaliser=normaliser,
     )
     if address is None:

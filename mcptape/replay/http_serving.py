@@ -25,12 +25,11 @@ from mcptape.proxy.gateway import Gateway, GatewayConfig, GatewaySession, Upstre
 from mcptape.proxy.http.gateway_store import GatewayStore
 from mcptape.proxy.http.listener import announce_and_wait
 from mcptape.proxy.http.server import DownstreamLink
-from mcptape.proxy.link import Link
-from mcptape.proxy.process import ProcessLink, SpawnError
+from mcptape.proxy.process import SpawnError
 from mcptape.proxy.recorder import Recorder
 from mcptape.proxy.relay import Relay
 from mcptape.replay.mock import TapeServer
-from mcptape.replay.serving import ServePlan, strict_failures
+from mcptape.replay.serving import ServePlan, forward_problem, open_fallback, strict_failures
 from mcptape.say import say as _say
 
 NAME: Final = "tape"
@@ -86,16 +85,10 @@ class TapeGateway(Gateway):
         return None  # the tape is always played here, never passed through
 
     async def open_session(self, request: web.Request, link: DownstreamLink, kind: str) -> GatewaySession:
-        fallback: Link | None = None
-        if self.plan.forward_argv:
-            try:
-                fallback = ProcessLink.spawn(
-                    self.plan.forward_argv, env=self.plan.forward_env, cwd=self.plan.forward_cwd
-                )
-            except SpawnError as exc:
-                raise UpstreamUnavailable(
-                    f"the server for --on-miss forward cannot be started: {exc}"
-                ) from exc
+        try:
+            fallback = open_fallback(self.plan)
+        except SpawnError as exc:
+            raise UpstreamUnavailable(f"the server for --on-miss forward cannot be started: {exc}") from exc
         tape = TapeServer(self.plan.tape, normaliser=self.plan.normaliser, fallback=fallback)
         self.tapes.append(tape)
         transport = f"{kind}->tape"
@@ -121,6 +114,10 @@ def tape_config(host: str, port: int, token: str | None, db: str | None, grace: 
 
 async def run_serve_http(plan: ServePlan, config: GatewayConfig, announce_token: str | None) -> int:
     """Serve the tape over HTTP until SIGINT/SIGTERM; the exit status (see ``serve --strict``)."""
+    problem = forward_problem(plan)
+    if problem is not None:
+        _say(f"error: {problem}")
+        return 2
     gateway = TapeGateway(config, plan)
     runner = web.AppRunner(gateway.app(), handler_cancellation=True, access_log=None)
     await runner.setup()

@@ -14,7 +14,8 @@ and lives on the event loop:
   client asks (``ping`` gets ``{}`` when the recording has none);
 - a request with no match gets a JSON-RPC error naming the nearest recorded requests
   and the fields that differ, or, with a ``fallback`` link (``--on-miss forward``), is
-  forwarded to a real server, whose answer (recorded by the relay) goes to the client.
+  forwarded to a real server (:mod:`mcptape.replay.forwarding`), whose answer (recorded
+  by the relay) goes to the client.
 
 A request that came with nothing but its response, delivered from a reader thread while
 nothing else is being played, is answered on that thread at once (no turn of the event
@@ -35,6 +36,7 @@ import orjson
 from mcptape.frames import Frame, classify_message
 from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkClosed, LinkEnd, wait_from_thread
 from mcptape.replay.book import AnswerBook, Entry
+from mcptape.replay.forwarding import Forwarder
 from mcptape.replay.matchers import miss_message
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.tape import Exchange, ServerCall, Tape, id_key
@@ -42,7 +44,6 @@ from mcptape.replay.tape import Exchange, ServerCall, Tape, id_key
 HANDSHAKES: Final = ("initialize", "server/discover")
 MISS: Final = -32601  # the method (with these params) is not on the tape
 CALL_TIMEOUT: Final = 60.0
-INIT_ID: Final = "mcptape-serve-init"
 
 
 def _token(message: dict[str, Any]) -> Any:
@@ -64,7 +65,7 @@ class TapeServer:
     ) -> None:
         self.name = "tape"
         self.tape = tape
-        self.fallback = fallback
+        self.forwarder = Forwarder(fallback) if fallback is not None else None
         self.call_timeout = call_timeout
         self.handshakes: dict[str, Exchange] = {}
         entries = []
@@ -76,7 +77,6 @@ class TapeServer:
                 entries.append(Entry(e.index, e.method, e.params, e))
         self.book = AnswerBook(entries, normaliser)
         self.misses: list[str] = []
-        self.forwarded = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._deliver: Deliver | None = None
         self._ended: Ended | None = None
@@ -84,7 +84,6 @@ class TapeServer:
         self._calls: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._call_ids = itertools.count(1)
         self._tasks: set[asyncio.Task[None]] = set()
-        self._fallback_calls: set[str] = set()  # ids of the fallback server's requests to the client
         self._open = False
         self._loop_thread: int | None = None
         self._book_lock = threading.Lock()  # the book is taken from by reader threads and the loop
@@ -97,8 +96,13 @@ class TapeServer:
         self._loop_thread = threading.get_ident()
         self._deliver, self._ended = deliver, ended
         self._open = True
-        if self.fallback is not None:
-            self.fallback.start(self._from_fallback, lambda why: event("upstream_closed", why, None), event)
+        if self.forwarder is not None:
+            self.forwarder.start(self._out, self._to_client, self._spawn, event)
+
+    @property
+    def forwarded(self) -> int:
+        """How many requests went to the real server (``--on-miss forward``)."""
+        return self.forwarder.forwarded if self.forwarder is not None else 0
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
         if not self._open:
@@ -115,7 +119,7 @@ class TapeServer:
 
     def _answer_here(self, frame: Frame) -> bool:
         """Answer a plain request on the calling (reader) thread; False to play it on the loop."""
-        if self.fallback is not None or frame.kind != "request" or frame.method in HANDSHAKES:
+        if self.forwarder is not None or frame.kind != "request" or frame.method in HANDSHAKES:
             return False
         message = frame.message
         if not isinstance(message, dict):
@@ -162,8 +166,8 @@ class TapeServer:
         self._open = False
         for task in list(self._tasks):
             task.cancel()
-        if self.fallback is not None:
-            await self.fallback.aclose(grace)
+        if self.forwarder is not None:
+            await self.forwarder.aclose(grace)
         return LinkEnd("closed")
 
     # -- answering ------------------------------------------------------------------
@@ -177,7 +181,16 @@ class TapeServer:
             if pending is not None:
                 await pending
 
+    def _to_client(self, frame: Frame) -> Awaitable[Any] | None:
+        """A frame of the real server's, to the client as it is."""
+        if not self._open or self._deliver is None:
+            return None
+        return self._deliver(frame)
+
     def _spawn(self, coro: Any) -> None:
+        if not self._open:
+            coro.close()  # closing: nothing more is played or sent
+            return
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -194,11 +207,10 @@ class TapeServer:
                 call = self._calls.pop(key, None)
                 if call is not None and not call.done():
                     call.set_result(message)
-                elif key in self._fallback_calls and self.fallback is not None:
-                    self._fallback_calls.discard(key)
-                    self._to_fallback(orjson.dumps(message))
-            elif kind == "notification" and self.fallback is not None:
-                self._to_fallback(orjson.dumps(message))
+                elif self.forwarder is not None:
+                    self.forwarder.answer(message)
+            elif kind == "notification" and self.forwarder is not None:
+                self.forwarder.notification(message)
 
     @staticmethod
     def _messages(frame: Frame) -> list[dict[str, Any]]:
@@ -222,8 +234,8 @@ class TapeServer:
                         {"jsonrpc": "2.0", "id": message.get("id"), "result": exchange.response["result"]}
                     )
                 )
-                if self.fallback is not None and method == "initialize":
-                    self._to_fallback(orjson.dumps({**message, "id": INIT_ID}))
+                if self.forwarder is not None and method == "initialize":
+                    self.forwarder.initialize(message)
                 return
         with self._book_lock:
             entry = self.book.take(method if isinstance(method, str) else None, params)
@@ -235,9 +247,8 @@ class TapeServer:
     def _miss(self, message: dict[str, Any]) -> None:
         """A request the tape has no answer for: forwarded, ``ping``'s empty result, or the near misses."""
         method, params = message.get("method"), message.get("params")
-        if self.fallback is not None:
-            self.forwarded += 1
-            self._to_fallback(orjson.dumps(message))
+        if self.forwarder is not None:
+            self.forwarder.request(message)
         elif method == "ping":
             self._spawn(self._out({"jsonrpc": "2.0", "id": message.get("id"), "result": {}}))
         else:
@@ -285,28 +296,6 @@ class TapeServer:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(future, self.call_timeout)
         self._calls.pop(id_key(rid), None)
-
-    # -- the real server behind, for misses ------------------------------------------
-
-    def _to_fallback(self, data: bytes) -> None:
-        assert self.fallback is not None
-        with contextlib.suppress(LinkClosed):
-            pending = self.fallback.send(Frame(data, "c2s"))
-            if pending is not None:
-                self._spawn(_await(pending))
-
-    def _from_fallback(self, frame: Frame) -> Awaitable[Any] | None:
-        if frame.rpc_id == orjson.dumps(INIT_ID).decode() and frame.kind in ("response", "error"):
-            return None  # the fallback's own handshake: the client got the recorded one
-        if frame.kind == "request" and frame.rpc_id is not None:
-            self._fallback_calls.add(id_key(orjson.loads(frame.rpc_id)))
-        if not self._open or self._deliver is None:
-            return None
-        return self._deliver(Frame(frame.data, "s2c"))
-
-
-async def _await(pending: Awaitable[Any]) -> None:
-    await pending
 
 
 def _error(request: dict[str, Any], code: int, message: str) -> dict[str, Any]:

@@ -94,6 +94,7 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
             return Replayed(SessionResult(tape.source, [], error=str(exc)), [])
     transport = f"tape->{plan.transport}"
     session = SessionContext(None, "replay", transport, description, None)
+    _record_settled_transport(server, session, recorder)
     row = SessionRow("replay", None, transport, description, replay_of=tape.session_id)
     store = BackgroundStore(plan.db, row, recorder).start() if plan.record else None
     if store is not None:
@@ -137,11 +138,25 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
         if outcome.status == "error" or unreachable:
             # The link's own words (cannot reach ..., and why) say more than how the session ended.
             error = unreachable or outcome.error or "the server ended before answering"
+            error += _revision_hint(tape, error)
     return Replayed(
         SessionResult(tape.source, [] if error else results, replay_id=replay_id, error=error),
         player.seen,
         stopped_by[0] if stopped_by else None,
     )
+
+
+def _record_settled_transport(server: Link, session: SessionContext, recorder: Recorder) -> None:
+    """With ``--transport auto`` the session row says the transport the server took, as ``record``'s does."""
+    from mcptape.proxy.http.upstream import AutoLink
+
+    if isinstance(server, AutoLink):
+
+        def settled(actual: str) -> None:
+            session.transport = f"tape->{actual}"
+            recorder.update(transport=session.transport)
+
+        server.on_settled = settled
 
 
 def _flood(tape: Tape, player: TapePlayer) -> ExchangeResult:
@@ -168,6 +183,14 @@ def rules_answer(rules: Any, player: TapePlayer) -> Callable[[dict[str, Any]], d
         return {"result": found.result} if found.kind == "result" else {"error": found.error}
 
     return answer
+
+
+def _revision_hint(tape: Tape, error: str) -> str:
+    """Why a server may refuse every request of a 2026-07-28 recording: it speaks an earlier revision."""
+    first = tape.exchanges[0].method if tape.exchanges else None
+    if first == "server/discover" and "answered HTTP 4" in error:
+        return " (the recording speaks 2026-07-28, without a session: does this server?)"
+    return ""
 
 
 def _server_answered(frames: list[TapeFrame]) -> bool:

@@ -8,7 +8,11 @@ server requests, can be read back with SQL like any session.
 from __future__ import annotations
 
 import asyncio
+import os
+import shlex
+import shutil
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mcptape.proxy.addons import AddonManager, SessionContext
@@ -37,19 +41,61 @@ class ServePlan:
     forward_argv: list[str] | None = None
     forward_env: dict[str, str] | None = None
     forward_cwd: str | None = None
+    # A remote server for --on-miss forward (--url, or a remote --upstream entry): a new link to
+    # it per served session, and what to call it (its URL, redacted).
+    forward_link: Callable[[], Link] | None = None
+    forward_description: str | None = None
     normaliser: Normaliser = field(default_factory=Normaliser)
     grace: float = 2.0
+
+    def forward_target(self) -> str:
+        """The server misses are forwarded to, as the user named it."""
+        if self.forward_description is not None:
+            return self.forward_description
+        return shlex.join(self.forward_argv or [])
+
+
+def open_fallback(plan: ServePlan) -> Link | None:
+    """The link to the real server for --on-miss forward (a new one per served session); None without.
+
+    Raises :class:`SpawnError` when the server's command cannot be started.
+    """
+    if plan.forward_link is not None:
+        return plan.forward_link()
+    if plan.forward_argv:
+        return ProcessLink.spawn(plan.forward_argv, env=plan.forward_env, cwd=plan.forward_cwd)
+    return None
+
+
+def forward_problem(plan: ServePlan) -> str | None:
+    """Why the --on-miss forward command could not start (not found, not executable); None if it can.
+
+    ``serve --listen`` starts one per client session: checked once before serving, so a
+    typo is an error at start-up rather than an error every client gets.
+    """
+    if plan.forward_link is not None or not plan.forward_argv:
+        return None
+    command = plan.forward_argv[0]
+    if plan.forward_cwd is not None and not os.path.isdir(plan.forward_cwd):
+        return f"the server for --on-miss forward cannot be started: {plan.forward_cwd!r} not found"
+    if os.sep in command:
+        path = os.path.join(plan.forward_cwd or os.curdir, command)
+        found = os.path.isfile(path) and os.access(path, os.X_OK)
+    else:
+        search = (plan.forward_env or {}).get("PATH", os.environ.get("PATH", os.defpath))
+        found = shutil.which(command, path=search) is not None
+    if found:
+        return None
+    return f"the server for --on-miss forward cannot be started: {command!r} not found or not executable"
 
 
 async def run_serve(plan: ServePlan, client: Link | None = None) -> int:
     """Serve the tape to the client on our stdio (or ``client``) until it leaves; the exit status."""
-    fallback = None
-    if plan.forward_argv:
-        try:
-            fallback = ProcessLink.spawn(plan.forward_argv, env=plan.forward_env, cwd=plan.forward_cwd)
-        except SpawnError as exc:
-            _say(f"error: {exc}")
-            return 2
+    try:
+        fallback = open_fallback(plan)
+    except SpawnError as exc:
+        _say(f"error: {exc}")
+        return 2
     if client is None:
         try:
             client = open_stdio_link()
@@ -96,7 +142,7 @@ def strict_failures(plan: ServePlan, tapes: list[TapeServer]) -> int:
     if misses:
         _say(f"{misses} request(s) matched nothing on the tape")
     if forwarded:
-        _say(f"{forwarded} request(s) not on the tape were forwarded to {' '.join(plan.forward_argv or [])}")
+        _say(f"{forwarded} request(s) not on the tape were forwarded to {plan.forward_target()}")
     if plan.strict:
         used = {e.index for t in tapes for e in t.book.entries if e.used}
         entries = tapes[0].book.entries if tapes else TapeServer(plan.tape).book.entries

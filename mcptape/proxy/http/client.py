@@ -71,6 +71,34 @@ def speaks_json_rpc(body: bytes) -> bool:
     )
 
 
+def error_said(body: bytes | None, reason: str | None = None) -> str | None:
+    """What a JSON-RPC error body that answers none of our requests (``"id": null``) says, cut short.
+
+    A 2025 server asked a 2026-07-28 request without a session answers ``400`` with
+    ``{"error": {"message": "Bad Request: Server not initialized"}, "id": null}``: the
+    error mcptape makes up in its place keeps those words (printable, one line, at most
+    200 characters, without a leading repeat of the HTTP reason).
+    """
+    import orjson
+
+    if not body:
+        return None
+    try:
+        message = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    error = message.get("error") if isinstance(message, dict) else None
+    text = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(text, str):
+        return None
+    text = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    if reason and text.lower().startswith(reason.lower() + ":"):
+        text = text[len(reason) + 1 :].strip()
+    if len(text) > 200:
+        text = text[:199] + "…"
+    return text or None
+
+
 class HttpClientLink(LoopLink):
     """A streamable HTTP session with one remote server, as a :class:`~mcptape.proxy.link.Link`."""
 
@@ -218,7 +246,8 @@ class HttpClientLink(LoopLink):
     async def _error_body(
         self, frame: Frame, response: Any, meta: dict[str, Any], body: bytes | None = None
     ) -> None:
-        """4xx/5xx: a JSON-RPC error body answering the request is delivered; else one is made up."""
+        """4xx/5xx: a JSON-RPC error body answering the request is delivered; else one is made up
+        (with what the body says, if it is a JSON-RPC error answering nothing)."""
         with contextlib.suppress(Exception):
             if body is None:
                 body = await response.content.read(MAX_ERROR_BODY)
@@ -232,9 +261,11 @@ class HttpClientLink(LoopLink):
             self.emit("http_session_expired", f"the server no longer knows session {self.session_id}", None)
         auth = response.headers.get("WWW-Authenticate")
         detail = {"status": response.status, **({"www_authenticate": auth} if auth else {})}
-        await self.fail_request(
-            frame, f"the MCP server answered HTTP {response.status} {response.reason}", detail
+        said = error_said(body, response.reason)
+        why = f"the MCP server answered HTTP {response.status} {response.reason}" + (
+            f": {said}" if said else ""
         )
+        await self.fail_request(frame, why, detail)
 
     async def deliver(self, frame: Frame) -> None:
         """Deliver a received frame; what it answers is no longer waited for on any stream."""
