@@ -167,3 +167,34 @@ def test_a_server_flooding_stderr_still_answers_through_the_gateway(tmp_path: Pa
     )
     assert logged[0][0] > 0
     assert logged[0][1] < 20 << 20  # rate-limited: not all of the flood reached the database
+
+
+def test_a_session_its_client_deleted_is_recorded_closed_even_if_sigterm_comes_while_it_ends(
+    tmp_path: Path,
+) -> None:
+    # The server ignores end of input and takes 0.3 s to clean up on SIGTERM: after the
+    # DELETE its session is still ending (grace, then SIGTERM) when the gateway is stopped.
+    report = tmp_path / "report.json"
+    slow = {
+        "command": sys.executable,
+        "args": ["-m", "tests.servers.lingering_mcp", str(report)],
+        "cwd": str(ROOT),
+    }
+    gateway = GatewayProcess(tmp_path / "rec.db", {"slow": slow}, "--no-auth", "--grace", "1", tmp=tmp_path)
+
+    async def scenario() -> None:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(gateway.url("slow"), json=INIT, headers=HEADERS) as r:
+                sid = r.headers["Mcp-Session-Id"]
+                await r.read()
+            async with http.delete(gateway.url("slow"), headers={**HEADERS, "Mcp-Session-Id": sid}) as r:
+                assert r.status in (200, 204)
+
+    try:
+        asyncio.run(scenario())
+        assert gateway.stop(signal.SIGTERM, timeout=30) == 0
+    finally:
+        gateway.stop(signal.SIGKILL)
+    assert report.exists()  # the server was still there to be told to stop
+    rows = query(tmp_path / "rec.db", "select status from sessions")
+    assert rows == [("closed",)], rows

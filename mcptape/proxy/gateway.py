@@ -455,9 +455,12 @@ class Gateway:
         """Stop every session (upstreams shut down, session rows closed), then flush and close the store."""
         if self._sweeper is not None:
             self._sweeper.cancel()
-        everyone = [*self.sessions.values(), *self.ending]
+        active = list(self.sessions.values())
+        everyone = [*active, *self.ending]
         tasks = [s.task for s in everyone if s.task is not None]
-        for session in everyone:
+        # Sessions already ending (DELETE, idle timeout) end as they were going to: stopping
+        # them too would record a session its client closed as interrupted by the signal.
+        for session in active:
             session.relay.stop(reason)
         if tasks:
             await asyncio.wait(tasks, timeout=2 * self.config.grace + 3)
