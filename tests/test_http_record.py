@@ -98,10 +98,25 @@ def test_record_url_gives_the_same_results_as_a_direct_connection(
         assert len(sids) == 1 and sids[0][0], (
             "the session id the server minted is in every POST response's metadata"
         )
+        # ... and every client frame after the handshake says it was sent with that id.
+        sent = rows(
+            db_path,
+            "select json_extract(meta, '$.stream'), json_extract(meta, '$.headers.\"mcp-session-id\"') "
+            "from frames where direction='c2s' and method != 'initialize'",
+        )
+        assert sent and set(sent) == {("post", sids[0][0])}
         assert "http_session" in events and "http_session_deleted" in events
     else:
         assert streams == {"sse"}
         assert "sse_endpoint" in events
+        sent_on = {
+            s
+            for (s,) in rows(
+                db_path, "select json_extract(meta, '$.stream') from frames where direction='c2s'"
+            )
+        }
+        if transport == "sse":  # with auto, the probe's first frame says it was POSTed as streamable HTTP
+            assert sent_on == {"sse-endpoint"}
         assert ("transport_fallback" in events) == (transport == "auto")
 
 
@@ -163,7 +178,11 @@ def test_record_upstream_takes_a_remote_registry_entry_with_env_headers(
             json.dumps(
                 {
                     "mcpServers": {
-                        "everything": {"url": url, "type": "http", "headers": {"X-Api-Key": "${MY_KEY}"}}
+                        "everything": {
+                            "url": url,
+                            "type": "http",
+                            "headers": {"X-Api-Key": "${MY_KEY}", "Authorization": "Bearer ${MY_KEY}"},
+                        }
                     }
                 }
             )
@@ -179,6 +198,13 @@ def test_record_upstream_takes_a_remote_registry_entry_with_env_headers(
             del os.environ["MY_KEY"]
     assert out["sum"]["content"][0]["text"] == "The sum of 2 and 3.5 is 5.5."
     assert rows(db_path, "select name, transport from sessions") == [("everything", "stdio->http")]
+    # The client's frames say how they went upstream, credentials as placeholders.
+    sent = rows(
+        db_path,
+        "select json_extract(meta, '$.http_method'), json_extract(meta, '$.headers.authorization') "
+        "from frames where direction = 'c2s'",
+    )
+    assert sent and all(method == "POST" and auth.startswith("Bearer ") for method, auth in sent)
     con = sqlite3.connect(db_path)
     try:
         for table in ("sessions", "frames", "events"):

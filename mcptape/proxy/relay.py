@@ -97,6 +97,11 @@ class Relay:
         self._ended: dict[Direction, asyncio.Future[str]] = {}
         self._stop: asyncio.Event | None = None
         addons.on_error = lambda message: self.emit("error", message)
+        # An HTTP upstream says how it will send each client frame (method, path, headers):
+        # put on the frame before it is recorded.
+        self._upstream_meta: Callable[[Frame], dict[str, Any] | None] | None = getattr(
+            server, "outgoing_meta", None
+        )
 
     # -- events -----------------------------------------------------------------
 
@@ -119,6 +124,8 @@ class Relay:
             own = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
             if own is not None:
                 return self._own_reply(frame, *own)
+        if self._upstream_meta is not None and frame.direction == "c2s":
+            self._note_upstream(frame)
         flow = Flow(frame)
         pending = self.addons.run_frame(flow)
         if pending is None:
@@ -130,6 +137,17 @@ class Relay:
             wait_from_thread(loop, pending)
             return self._forward(flow)
         return _chain(pending, lambda: self._forward(flow))
+
+    def _note_upstream(self, frame: Frame) -> None:
+        assert self._upstream_meta is not None
+        try:
+            meta = self._upstream_meta(frame)
+        except Exception:  # metadata must never stop a frame
+            return
+        if meta:
+            old = frame.meta or {}
+            # A frame that came over HTTP keeps its own request's metadata; the upstream's goes beside it.
+            frame.meta = {**old, "upstream": meta} if "stream" in old else {**old, **meta}
 
     def _forward(self, flow: Flow) -> Awaitable[Any] | None:
         frame = flow.frame

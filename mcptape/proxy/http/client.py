@@ -34,6 +34,7 @@ from mcptape.proxy.http.headers import (
     LAST_EVENT_ID,
     PROTOCOL_VERSION,
     SESSION_ID,
+    lowered,
     routing_headers,
     that_matter,
 )
@@ -152,6 +153,16 @@ class HttpClientLink(LoopLink):
                     self.on_fallback(fallback)
                 return
             first = False
+
+    def outgoing_meta(self, frame: Frame) -> dict[str, Any]:
+        """How a client frame is about to be sent (for its record): the POST and the headers
+        that matter, as they stand when the relay hands it over (credentials redacted)."""
+        return {
+            "http_method": "POST",
+            "path": self.path,
+            "stream": "post",
+            "headers": lowered(that_matter(self._headers(frame).items(), self.redact_names)),
+        }
 
     def _headers(self, frame: Frame) -> dict[str, str]:
         headers = {**self.headers, "Accept": ACCEPT_BOTH, "Content-Type": "application/json"}

@@ -122,6 +122,11 @@ def that_matter(headers: Iterable[tuple[str, str]], extra_names: Iterable[str] =
     return redact(keep, extra) if keep else keep
 
 
+def lowered(headers: Mapping[str, str]) -> dict[str, str]:
+    """Header names in lower case, as HTTP/2 and most servers send them: one JSON key for the views."""
+    return {name.lower(): value for name, value in headers.items()}
+
+
 def redact(headers: Mapping[str, str], extra_names: Iterable[str] = ()) -> dict[str, str]:
     """Credentials replaced by stable placeholders (see :mod:`mcptape.redact`)."""
     from mcptape.redact import redact_headers

@@ -9,10 +9,11 @@ order. The stream ending ends the link.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from mcptape.frames import Frame
-from mcptape.proxy.http.headers import that_matter
+from mcptape.proxy.http.headers import lowered, that_matter
 from mcptape.proxy.http.linkbase import LoopLink
 from mcptape.proxy.http.sse import SseParser
 
@@ -107,6 +108,16 @@ class SseClientLink(LoopLink):
         finally:
             response.release()
             self._endpoint_known.set()
+
+    def outgoing_meta(self, frame: Frame) -> dict[str, Any]:
+        """How a client frame is about to be sent (for its record): POSTed to the endpoint."""
+        headers = {**self.headers, "Content-Type": "application/json"}
+        return {
+            "http_method": "POST",
+            "path": urlsplit(self.endpoint or self.url).path or "/",
+            "stream": "sse-endpoint",
+            "headers": lowered(that_matter(headers.items(), self.redact_names)),
+        }
 
     async def _post(self, frame: Frame) -> None:
         import aiohttp

@@ -88,6 +88,9 @@ class AutoLink:
         old._ended_cb = None  # the probe's end is not the session's
         self._closing = asyncio.get_running_loop().create_task(old.aclose(0.1))
 
+    def outgoing_meta(self, frame: Frame) -> dict[str, Any]:
+        return self.active.outgoing_meta(frame)
+
     def send(self, frame: Frame) -> Awaitable[Any] | None:
         return self.active.send(frame)
 
