@@ -36,18 +36,12 @@ def wait_for_port(port: int, proc: subprocess.Popen[bytes] | None = None, timeou
 
 
 @contextlib.contextmanager
-def everything_http(transport: str) -> Iterator[str]:
-    """Run server-everything as ``streamableHttp`` or ``sse``; yields its URL (…/mcp or …/sse)."""
-    node = shutil.which("node")
-    assert node and ENTRY.exists(), "tests/npm is not installed: run `cd tests/npm && npm ci`"
-    port = free_port()
-    env = {**os.environ, "PORT": str(port)}
-    proc = subprocess.Popen(
-        [node, str(ENTRY), transport], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+def served(argv: list[str], port: int, path: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run ``argv`` (a server that listens on 127.0.0.1:``port``) until the block ends; yields its URL."""
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/{'mcp' if transport == 'streamableHttp' else 'sse'}"
+        yield f"http://127.0.0.1:{port}{path}"
     finally:
         proc.terminate()
         try:
@@ -55,6 +49,17 @@ def everything_http(transport: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@contextlib.contextmanager
+def everything_http(transport: str) -> Iterator[str]:
+    """Run server-everything as ``streamableHttp`` or ``sse``; yields its URL (…/mcp or …/sse)."""
+    node = shutil.which("node")
+    assert node and ENTRY.exists(), "tests/npm is not installed: run `cd tests/npm && npm ci`"
+    port = free_port()
+    path = "/mcp" if transport == "streamableHttp" else "/sse"
+    with served([node, str(ENTRY), transport], port, path, {**os.environ, "PORT": str(port)}) as url:
+        yield url
 
 
 MODERN_HTTP = Path(__file__).parent / "servers" / "modern_http.py"
@@ -64,18 +69,5 @@ MODERN_HTTP = Path(__file__).parent / "servers" / "modern_http.py"
 def modern_http(*flags: str) -> Iterator[str]:
     """Run tests/servers/modern_http.py (the SDK's streamable HTTP server, 2026-07-28); yields its URL."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(MODERN_HTTP), str(port), *flags],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with served([sys.executable, str(MODERN_HTTP), str(port), *flags], port, "/mcp") as url:
+        yield url

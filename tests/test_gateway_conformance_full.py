@@ -28,7 +28,7 @@ import pytest
 from mcp import Client, types
 
 from tests.gateway_proc import GatewayProcess
-from tests.http_servers import free_port, wait_for_port
+from tests.http_servers import free_port, served
 from tests.test_gateway_conformance import NODE22, SUITE
 
 FIXTURE = Path(__file__).resolve().parent / "servers" / "conformance_fixture.py"
@@ -73,21 +73,9 @@ def run_all(url: str, out: Path) -> Statuses:
 def fixture_server(transport: str) -> Iterator[str]:
     """The fixture as ``http`` or ``sse`` on a free loopback port; yields its URL."""
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(FIXTURE), transport, "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port, proc)
-        yield f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    argv = [sys.executable, str(FIXTURE), transport, "--port", str(port)]
+    with served(argv, port, "/mcp" if transport == "http" else "/sse") as url:
+        yield url
 
 
 def not_passing(checks: Statuses) -> dict[tuple[str, str], str]:

@@ -15,7 +15,7 @@ import asyncio
 import signal
 import time
 from concurrent.futures import Executor
-from typing import Any, Final
+from typing import Final
 
 from aiohttp import web
 
@@ -23,7 +23,7 @@ from mcptape.config import UpstreamSpec
 from mcptape.proxy.addons import AddonManager, SessionContext
 from mcptape.proxy.gateway import Gateway, GatewayConfig, GatewaySession, UpstreamUnavailable
 from mcptape.proxy.http.gateway_store import GatewayStore
-from mcptape.proxy.http.listener import announce_and_wait
+from mcptape.proxy.http.listener import serve_gateway
 from mcptape.proxy.http.server import DownstreamLink
 from mcptape.proxy.process import SpawnError
 from mcptape.proxy.recorder import Recorder
@@ -119,23 +119,11 @@ async def run_serve_http(plan: ServePlan, config: GatewayConfig, announce_token:
         _say(f"error: {problem}")
         return 2
     gateway = TapeGateway(config, plan)
-    runner = web.AppRunner(gateway.app(), handler_cancellation=True, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, config.host, config.port, shutdown_timeout=1.0)
-    try:
-        await site.start()
-    except OSError as exc:
-        await runner.cleanup()
-        _say(f"error: cannot listen on {config.host}:{config.port}: {exc.strerror or exc}")
+
+    def describe(base: str) -> list[str]:
+        tape = f"{base}/servers/{NAME}"
+        return [f"serving {plan.tape.source} at {tape}/mcp (streamable HTTP) and {tape}/sse (legacy SSE)"]
+
+    if await serve_gateway(gateway, config, announce_token, describe) is None:
         return 2
-    sockets: Any = getattr(site._server, "sockets", None) or []
-    port = sockets[0].getsockname()[1] if sockets else config.port
-    gateway.bound(port)
-    await gateway.start()
-    host = f"[{config.host}]" if ":" in config.host else config.host
-    base = f"http://{host}:{port}/servers/{NAME}"
-    lines = [f"serving {plan.tape.source} at {base}/mcp (streamable HTTP) and {base}/sse (legacy SSE)"]
-    reason = await announce_and_wait(lines, config, announce_token)
-    await gateway.shutdown(reason)
-    await runner.cleanup()
     return strict_failures(plan, gateway.tapes)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -41,9 +42,17 @@ async def announce_and_wait(lines: list[str], config: GatewayConfig, announce_to
     return stopped[0] if stopped else "stop"
 
 
-async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:
-    """Serve until SIGINT/SIGTERM; returns the exit status (0 after a clean shutdown)."""
-    gateway = Gateway(config)
+async def serve_gateway(
+    gateway: Gateway,
+    config: GatewayConfig,
+    announce_token: str | None,
+    describe: Callable[[str], list[str]],
+    stopping: Callable[[str], None] | None = None,
+) -> str | None:
+    """Listen, announce ``describe(base_url)``, serve until SIGINT/SIGTERM, shut down.
+
+    Returns what stopped it, or None when it could not listen (said on stderr).
+    """
     # handler_cancellation: a client that goes away ends its SSE handler at once.
     runner = web.AppRunner(gateway.app(), handler_cancellation=True, access_log=None)
     await runner.setup()
@@ -53,19 +62,32 @@ async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:
     except OSError as exc:
         await runner.cleanup()
         _say(f"error: cannot listen on {config.host}:{config.port}: {exc.strerror or exc}")
-        return 2
-    server = site._server
-    sockets = getattr(server, "sockets", None) or []
+        return None
+    sockets = getattr(site._server, "sockets", None) or []
     port = sockets[0].getsockname()[1] if sockets else config.port
     gateway.bound(port)
     await gateway.start()
     host = f"[{config.host}]" if ":" in config.host else config.host
-    base = f"http://{host}:{port}"
-    lines = [f"gateway listening on {base} (recording into {gateway.store.where()})"]
-    for name, spec in config.registry.items():
-        lines.append(f"  {name} ({spec.transport}): {base}/servers/{name}/mcp  {base}/servers/{name}/sse")
-    reason = await announce_and_wait(lines, config, announce_token)
-    _say(f"stopping ({reason}): closing {len(gateway.sessions)} session(s)")
+    reason = await announce_and_wait(describe(f"http://{host}:{port}"), config, announce_token)
+    if stopping is not None:
+        stopping(reason)
     await gateway.shutdown(reason)
     await runner.cleanup()
-    return 0
+    return reason
+
+
+async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:
+    """Serve until SIGINT/SIGTERM; returns the exit status (0 after a clean shutdown)."""
+    gateway = Gateway(config)
+
+    def describe(base: str) -> list[str]:
+        lines = [f"gateway listening on {base} (recording into {gateway.store.where()})"]
+        for name, spec in config.registry.items():
+            lines.append(f"  {name} ({spec.transport}): {base}/servers/{name}/mcp  {base}/servers/{name}/sse")
+        return lines
+
+    def stopping(reason: str) -> None:
+        _say(f"stopping ({reason}): closing {len(gateway.sessions)} session(s)")
+
+    reason = await serve_gateway(gateway, config, announce_token, describe, stopping)
+    return 2 if reason is None else 0
