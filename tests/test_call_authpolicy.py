@@ -25,8 +25,10 @@ def test_a_bearer_challenge_gives_its_error_scope_and_metadata_url() -> None:
         'resource_metadata="https://h/.well-known/oauth-protected-resource/mcp"'
     )
     assert parse_challenge(header) == Challenge(
-        "insufficient_scope", "a b", "https://h/.well-known/oauth-protected-resource/mcp"
+        "insufficient_scope", "a b", "https://h/.well-known/oauth-protected-resource/mcp", "x"
     )
+    assert parse_challenge('Bearer realm="mcptape"').gateway_token  # mcptape's gateway: no OAuth flow
+    assert not parse_challenge(header).gateway_token
     assert parse_challenge('Basic realm="r", Bearer error=invalid_token') == Challenge("invalid_token")
     assert parse_challenge('Bearer scope="say \\"hi\\""').scope == 'say "hi"'
     assert parse_challenge("Basic realm=x") == Challenge() == parse_challenge(None)

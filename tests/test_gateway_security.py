@@ -87,6 +87,21 @@ def test_the_generated_token_is_printed_once_and_written_for_the_user_alone(
     assert gateway.stderr.count(gateway.token) == 1
 
 
+def test_call_without_the_gateway_token_says_so_and_runs_no_oauth_flow(gateway: GatewayProcess) -> None:
+    argv = [*MCPTAPE, "call", "-m", "tools/list", "--no-record", "--url", gateway.url("demo")]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "missing or wrong gateway token" in proc.stderr
+    assert "register" not in proc.stderr and "OAuth" not in proc.stderr  # it used to try /register
+    with_token = subprocess.run(
+        [*argv, "--header", f"Authorization: Bearer {gateway.token}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert with_token.returncode == 0 and '"tools"' in with_token.stdout
+
+
 @pytest.mark.parametrize(
     "headers",
     [{}, {"Authorization": "Bearer wrong"}, {"X-Mcptape-Token": "wrong"}, {"Authorization": "Basic abc"}],

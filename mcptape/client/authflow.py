@@ -69,7 +69,7 @@ class Authorizer:
     async def token_for(self, status: int, www_authenticate: str | None) -> str | None:
         """A new access token after a 401 or a 403 ``insufficient_scope``; None: give up (the error stands)."""
         challenge = parse_challenge(www_authenticate)
-        if status == 403 and challenge.error != "insufficient_scope":
+        if (status == 403 and challenge.error != "insufficient_scope") or challenge.gateway_token:
             return None
         if self.authorizations >= MAX_AUTHORIZATIONS:
             return None

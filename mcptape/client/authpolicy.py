@@ -34,6 +34,12 @@ class Challenge:
     error: str | None = None
     scope: str | None = None
     resource_metadata: str | None = None
+    realm: str | None = None
+
+    @property
+    def gateway_token(self) -> bool:
+        """An mcptape gateway asking for its own token (``realm="mcptape"``): no OAuth gets that."""
+        return self.realm == "mcptape"
 
 
 def parse_challenge(header: str | None) -> Challenge:
@@ -47,7 +53,9 @@ def parse_challenge(header: str | None) -> Challenge:
         m[1].lower(): (m[2].replace('\\"', '"') if m[2] is not None else m[3])
         for m in CHALLENGE_PARAM.finditer(header, start + 6)
     }
-    return Challenge(params.get("error"), params.get("scope") or None, params.get("resource_metadata"))
+    return Challenge(
+        params.get("error"), params.get("scope") or None, params.get("resource_metadata"), params.get("realm")
+    )
 
 
 def at(url: str, path: str) -> str:
