@@ -317,8 +317,10 @@ class ProcessLink(FdLink):
         deadline = time.monotonic() + READER_MAX_S
         while not self.reader_done.wait(POLL_S * 4):
             if self._reader_stuck() or time.monotonic() >= deadline:
-                self.stop_receiving()
+                # Say why first: a loop-served reader ends on the loop as soon as it is
+                # told to stop, and its "stopped" would otherwise race this "exited".
                 ended("exited")
+                self.stop_receiving()
                 return
 
     def _close_write_fd(self) -> None:
