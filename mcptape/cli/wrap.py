@@ -7,7 +7,6 @@ diff. How an entry is wrapped and unwrapped, and how the file is written, is in
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -33,6 +32,7 @@ class _Config(NamedTuple):
 def _load(config: str | None) -> _Config:
     from mcptape.config import ConfigError, default_client_config_path, read_config_document
     from mcptape.configfile import backup_path, split_bom
+    from mcptape.jsontext import loads_jsonc
 
     path = Path(config) if config is not None else default_client_config_path()
     try:
@@ -44,7 +44,7 @@ def _load(config: str | None) -> _Config:
     backup_text, backup = None, None
     try:
         _, backup_text = split_bom(backup_path(path).read_bytes())
-        backup = json.loads(backup_text)
+        backup = loads_jsonc(backup_text)
     except (OSError, ValueError, RecursionError):
         backup_text = None
     return _Config(path, bom, text, document, backup_text, backup if isinstance(backup, dict) else None)
