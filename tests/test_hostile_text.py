@@ -105,3 +105,18 @@ def test_a_lone_surrogate_from_the_server_leaves_every_sql_format_working(tmp_pa
     assert db.read_bytes() == before
     with sqlite3.connect(db) as conn:
         assert conn.execute("pragma integrity_check").fetchone() == ("ok",)
+
+
+def test_wrap_escapes_the_names_commands_and_comments_it_prints(tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_bytes(
+        b'{"mcpServers": {"e\\u001b[2Jx": {"command": "cat\\u001b]52;c;QUFB\\u0007"}, '
+        b'// \x1b]52;c;QkJC\x07 \xe2\x80\xae\n "b": {"command": "cat"}}}'
+    )
+    for dry_run in (("--dry-run",), ()):
+        proc = _run("wrap", str(config), "--db", str(tmp_path / "t.db"), *dry_run)
+        assert proc.returncode == 0, proc.stderr
+        printed = (proc.stdout + proc.stderr).decode()
+        assert "e\\u001b[2Jx" in printed and "cat\\u001b]52;c;QUFB\\u0007" in printed
+        assert not any(c in printed for c in "\x1b\x07\u202e"), printed
+    assert "\\u001b]52;c;QkJC\\u0007 \\u202e" in _run("unwrap", str(config), "--dry-run").stdout.decode()
