@@ -113,3 +113,33 @@ def test_closed_response_streams_keep_a_bounded_number_of_bytes_for_resumption(t
         assert resumed(ids[0]) == 404
     finally:
         gateway.stop()
+
+
+def test_sessions_past_max_sessions_get_a_503_saying_so_until_one_ends(tmp_path: Path) -> None:
+    config = {"big": {"command": sys.executable, "args": [str(BIG), "--size", "10"]}}
+    gateway = GatewayProcess(tmp_path / "g.db", config, "--no-auth", "--max-sessions", "2", tmp=tmp_path)
+    accept = {"Accept": "application/json, text/event-stream"}
+    try:
+        sids = []
+        for _ in range(2):
+            status, sid, _ = fetch(gateway.base, "POST", accept, INIT)
+            assert status == 200 and sid
+            sids.append(sid)
+        status, sid, body = fetch(gateway.base, "POST", accept, INIT)
+        assert (status, sid) == (503, "")
+        message = json.loads(body)["error"]["message"]
+        assert "already runs 2 sessions (--max-sessions 2)" in message and "DELETE" in message
+        # The legacy SSE endpoint opens sessions too, and is refused the same way.
+        assert request(gateway.base, "GET", "/servers/big/sse", {"Accept": "text/event-stream"})[0] == 503
+        # The sessions already open are served as before.
+        ping = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}).encode()
+        assert fetch(gateway.base, "POST", {**accept, "Mcp-Session-Id": sids[0]}, ping)[0] == 200
+        assert fetch(gateway.base, "DELETE", {"Mcp-Session-Id": sids[1]})[0] == 200
+        for _ in range(200):  # the deleted session's server takes a moment to stop
+            status, sid, _ = fetch(gateway.base, "POST", accept, INIT)
+            if status != 503:
+                break
+        assert status == 200 and sid
+    finally:
+        gateway.stop()
+    assert "Traceback" not in gateway.stderr
