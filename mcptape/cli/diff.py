@@ -67,8 +67,12 @@ def diff(a: str, b: str, db: str | None, as_json: bool, fail_on_breaking: bool) 
     if as_json:
         import orjson
 
+        from mcptape.cli.safe_text import safe_lines
+
         data = report_json(report, first, second)
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+        # orjson escapes C0 but not DEL, C1 or bidi controls, which a server's names may
+        # carry: escaped too, the JSON means the same and cannot drive a terminal.
+        sys.stdout.write(safe_lines(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()) + "\n")
     else:
         from mcptape.cli.safe_text import safe
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,18 @@ State = Literal["disconnected", "connecting", "connected", "disconnecting", "err
 CONNECTION_CLOSED = -32000  # what the relay answers a request with when the server is gone
 LOG_METHOD = "notifications/message"
 PROGRESS_METHOD = "notifications/progress"
+
+
+def encode_message(message: Any) -> bytes:
+    """``message`` as compact JSON bytes.
+
+    orjson refuses integers beyond 64 bits, which JSON allows and a user can pass in
+    ``--params`` or ``--tool-arg``: those messages go out through ``json`` instead.
+    """
+    try:
+        return orjson.dumps(message)
+    except TypeError:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @dataclass
@@ -141,7 +154,7 @@ class ClientCore:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        await self.send(orjson.dumps(message))
+        await self.send(encode_message(message))
 
     def _params(self, params: Any, progress_token: Any) -> Any:
         if self.meta is None and progress_token is None:
@@ -186,7 +199,7 @@ class ClientCore:
         entry = self._pending[key] = _Pending(method, future, now, now, token)
         limits = self.timeouts if limit is None else Timeouts(self.timeouts.connect, limit, limit)
         try:
-            await self.send(orjson.dumps(message))
+            await self.send(encode_message(message))
             return await self._wait(entry, rid, limits)
         finally:
             self._pending.pop(key, None)
@@ -284,7 +297,7 @@ class ClientCore:
             answer["error"] = reply.error
         else:
             answer["result"] = reply.result
-        task = asyncio.ensure_future(self._reply(orjson.dumps(answer)))
+        task = asyncio.ensure_future(self._reply(encode_message(answer)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
