@@ -16,7 +16,7 @@ import click
 
 from mcptape.cli.common import UserError, db_option
 from mcptape.cli.safe_text import safe, safe_lines
-from mcptape.cli.summaries import _dict, compact, summarize_request, summarize_result
+from mcptape.cli.summaries import _dict, compact, count_of, summarize_request, summarize_result
 from mcptape.frames import encode_id
 
 if TYPE_CHECKING:
@@ -78,10 +78,14 @@ class Timeline:
 
     def frame_line(self, frame: StoredFrame) -> Line:
         """The line for one frame (in sequence order: a response after its request)."""
-        msg = frame.message() if frame.kind != "malformed" else None
+        msg = _lenient_message(frame) if frame.kind != "malformed" else None
         method = frame.method or ""
         summary = ""
-        if frame.kind in ("request", "notification"):
+        if msg is None and frame.kind != "malformed":
+            # Classified from its top level: nested deeper than any parser here goes.
+            method = frame.method or "?"
+            summary = f"JSON nested too deep to summarise ({count_of(frame.size, 'byte')})"
+        elif frame.kind in ("request", "notification"):
             self._note(frame.direction, msg)
             summary = summarize_request(frame.method, _dict(msg).get("params"))
         elif frame.kind in ("response", "error"):
@@ -108,6 +112,18 @@ class Timeline:
         if frame.origin == "proxy":
             summary = f"[proxy] {summary}"
         return Line(frame.ts, ARROWS.get(frame.direction, "?"), frame.kind, method, summary)
+
+
+def _lenient_message(frame: StoredFrame) -> Any:
+    """The frame's message for a summary, also when only the standard library reads it
+    (numbers beyond double range, lone surrogates); None when nothing does."""
+    msg = frame.message()
+    if msg is not None:
+        return msg
+    from mcptape.frames import parse
+
+    parsed = parse(frame.text.encode("utf-8", "surrogatepass"))
+    return parsed if isinstance(parsed, dict | list) else None
 
 
 def event_line(event: StoredEvent) -> Line:
