@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, writing_output
 from mcptape.cli.safe_text import safe, safe_lines
 from mcptape.cli.summaries import _dict, compact, count_of, summarize_request, summarize_result
 from mcptape.frames import encode_id
@@ -273,7 +273,7 @@ def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) 
         raise UserError("--full and --json do not go together: --json always prints every message whole")
     store = open_for_reading(db)
     try:
-        with connect(store) as conn:
+        with writing_output(), connect(store) as conn:
             row = session_or_error(conn, session)
             out = sys.stdout
             if as_json:
@@ -281,6 +281,7 @@ def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) 
 
                 for frame in session_frames(conn, row["id"]):
                     out.write(json_text(orjson.dumps(frame_json(frame), default=str)) + "\n")
+                out.flush()
                 return
             width = None if full else terminal_width()
             known = row["protocol_version"] and row["client_name"] and row["server_name"]
@@ -302,6 +303,7 @@ def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) 
                 out.write((cut(text, width) if width else text) + "\n")
                 if line.body:
                     out.write(line.body)
+            out.flush()
     except SQLAlchemyError as exc:
         raise UserError(f"cannot read the recording: {database_message(exc)}") from None
     finally:
