@@ -52,3 +52,20 @@ def test_a_line_that_is_json_but_no_export_line_is_named(tmp_path: Path, line: s
     db = tmp_path / "x.db"
     for args in (["replay", "--file", str(bad), "--", *DEMO], ["serve", "--file", str(bad)]):
         assert_one_line_error(run(*args, db=db), "bad.jsonl:2: not a line of `mcptape export`", says)
+
+
+def test_report_paths_that_cannot_be_written_are_said_before_anything_is_replayed(tmp_path: Path) -> None:
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps(LINE) + "\n")
+    db = tmp_path / "x.db"
+    # A server that would leave a mark if it were started.
+    marker = tmp_path / "started"
+    server = [sys.executable, "-c", f"open({str(marker)!r}, 'w')"]
+    cases = [
+        (["--report", str(tmp_path)], "is a directory"),
+        (["--junit", str(tmp_path / "missing" / "j.xml")], "does not exist"),
+        (["--report", str(tmp_path / "r.json"), "--junit", str(tmp_path / "." / "r.json")], "the same file"),
+    ]
+    for flags, says in cases:
+        assert_one_line_error(run("replay", "--file", str(good), *flags, "--", *server, db=db), says)
+    assert not marker.exists()
