@@ -299,7 +299,9 @@ def read_jsonl(path: Path) -> Tape:
             if direction not in ("c2s", "s2c"):
                 raise ValueError(f"dir must be c2s or s2c, not {direction!r}")
             if "raw_b64" not in obj and not isinstance(obj["frame"], str):
-                raise ValueError(f"frame must be the frame's text (a string), not {type(obj['frame']).__name__}")
+                raise ValueError(
+                    f"frame must be the frame's text (a string), not {type(obj['frame']).__name__}"
+                )
             data = base64.b64decode(obj["raw_b64"]) if "raw_b64" in obj else obj["frame"].encode()
             ts = float(obj.get("t", 0.0))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
