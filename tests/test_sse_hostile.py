@@ -4,6 +4,7 @@ searched again for each chunk, and an event that never ends is refused at a boun
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -51,22 +52,22 @@ def test_a_line_that_never_ends_is_refused_once_past_the_bound() -> None:
     assert SseParser(max_event_bytes=None).feed(b"data: " + b"z" * 20_000 + b"\n\n")[0].data == b"z" * 20_000
 
 
-def test_an_upstream_event_past_the_bound_drops_the_stream_saying_why(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(sse, "MAX_EVENT_BYTES", 64_000)
+async def _endless(request: web.Request) -> web.StreamResponse:
+    """10 MB on one SSE line or in one JSON body, never ended."""
+    sse_kind = request.query.get("kind") == "sse"
+    ctype = "text/event-stream" if sse_kind else "application/json"
+    response = web.StreamResponse(headers={"Content-Type": ctype, "Mcp-Session-Id": "s1"})
+    await response.prepare(request)
+    await response.write(b"data: " if sse_kind else b'{"jsonrpc":"2.0","id":1,"result":{"t":"')
+    for _ in range(10_000):
+        await response.write(b"q" * 1000)
+    return response
 
-    async def endless(request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Mcp-Session-Id": "s1"})
-        await response.prepare(request)
-        await response.write(b"data: ")
-        for _ in range(10_000):  # 10 MB on one line, never ended
-            await response.write(b"q" * 1000)
-        return response
 
+def _run_link(kind: str) -> tuple[list[Frame], list[tuple[str, Any]]]:
     async def main() -> tuple[list[Frame], list[tuple[str, Any]]]:
         app = web.Application()
-        app.router.add_post("/mcp", endless)
+        app.router.add_post("/mcp", _endless)
         runner = web.AppRunner(app)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -74,18 +75,35 @@ def test_an_upstream_event_past_the_bound_drops_the_stream_saying_why(
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         got: list[Frame] = []
         events: list[tuple[str, Any]] = []
-        link = HttpClientLink(f"http://127.0.0.1:{port}/mcp")
+        link = HttpClientLink(f"http://127.0.0.1:{port}/mcp?kind={kind}")
         link.start(got.append, lambda why: None, lambda k, t, d: events.append((k, t)))
         link.send(Frame(b'{"jsonrpc":"2.0","id":1,"method":"ping"}', "c2s"))
         for _ in range(500):
-            if any(kind == "http_stream_dropped" for kind, _ in events):
+            if got or any(k == "http_stream_dropped" for k, _ in events):
                 break
             await asyncio.sleep(0.02)
         await link.aclose(0.5)
         await runner.cleanup()
         return got, events
 
-    got, events = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def test_an_upstream_event_past_the_bound_drops_the_stream_saying_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sse, "MAX_EVENT_BYTES", 64_000)
+    got, events = _run_link("sse")
     assert got == []
     dropped = [text for kind, text in events if kind == "http_stream_dropped"]
     assert dropped and "larger than 64000 bytes" in dropped[0]
+
+
+def test_an_upstream_json_body_past_the_bound_is_an_error_answer_not_held(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sse, "MAX_EVENT_BYTES", 64_000)
+    got, _ = _run_link("json")
+    assert len(got) == 1
+    error = json.loads(got[0].data)["error"]
+    assert json.loads(got[0].data)["id"] == 1 and "larger than 64000 bytes" in error["message"]

@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mcptape.frames import Frame
+from mcptape.proxy.http import sse
 from mcptape.proxy.http.headers import (
     ACCEPT_BOTH,
     LAST_EVENT_ID,
@@ -242,11 +243,21 @@ class HttpClientLink(LoopLink):
     # -- receiving ----------------------------------------------------------------------
 
     async def _json_body(self, frame: Frame, response: Any, meta: dict[str, Any]) -> None:
+        limit = sse.MAX_EVENT_BYTES
+        buffer = bytearray()
         try:
-            body = await response.read()
+            # Bounded like an SSE event: a body that never ends must not take all memory.
+            async for chunk in response.content.iter_any():
+                buffer += chunk
+                if len(buffer) > limit:
+                    response.close()
+                    await self.fail_request(frame, f"the MCP server's response is larger than {limit} bytes")
+                    return
         except Exception as exc:
             await self.fail_request(frame, f"the MCP server's response was cut: {exc}")
             return
+        body = bytes(buffer)
+        del buffer
         if not body.strip():
             await self.fail_request(frame, f"the MCP server answered HTTP {response.status} with no body")
             return
