@@ -92,3 +92,42 @@ def test_an_integer_beyond_64_bits_is_sent_as_written(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         sent = json.loads(json.loads(done.stdout)["content"][0]["text"])
         assert big in json.dumps(sent["params"])
+
+
+STRAY_SERVER = r"""
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if msg.get("method") == "initialize":
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": "2025-06-18",
+            "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}}) + "\n")
+    elif msg.get("method") == "ping":
+        # A log line on stdout, then an answer to an id nobody asked: never the answer.
+        sys.stdout.write("starting up \x1b[2J...\n")
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": "other", "result": {}}) + "\n")
+    elif "id" in msg:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}) + "\n")
+    sys.stdout.flush()
+"""
+
+
+def test_a_timeout_names_what_the_server_sent_that_answered_nothing(tmp_path: Path) -> None:
+    server = tmp_path / "stray.py"
+    server.write_text(STRAY_SERVER, encoding="utf-8")
+    argv = [
+        *MCPTAPE,
+        "call",
+        "--no-record",
+        "-m",
+        "ping",
+        "--timeout",
+        "2",
+        "--",
+        sys.executable,
+        str(server),
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 124, done.stderr
+    assert "meanwhile the server sent 2 message(s) that answer nothing" in done.stderr
+    assert "a reply to id other, which was never asked" in done.stderr
+    assert "\x1b" not in done.stderr

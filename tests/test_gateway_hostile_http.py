@@ -143,3 +143,16 @@ def test_sessions_past_max_sessions_get_a_503_saying_so_until_one_ends(tmp_path:
     finally:
         gateway.stop()
     assert "Traceback" not in gateway.stderr
+
+
+def test_a_remote_entry_whose_header_has_a_line_break_is_a_502_naming_it(tmp_path: Path) -> None:
+    config = {"r": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-A": "v\r\nInjected: 1"}}}
+    gateway = GatewayProcess(tmp_path / "g.db", config, "--no-auth", tmp=tmp_path)
+    try:
+        accept = {"Accept": "application/json, text/event-stream"}
+        status, _, body = request(gateway.base, "POST", "/servers/r/mcp", accept, INIT)
+        assert status == 502
+        assert "header 'X-A' has a line break or NUL in its value" in json.loads(body)["error"]["message"]
+    finally:
+        gateway.stop()
+    assert "Traceback" not in gateway.stderr

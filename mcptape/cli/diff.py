@@ -121,6 +121,9 @@ def _load_file(path: Path) -> Loaded:
         lines = path.read_bytes().splitlines()
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not any(line.strip() for line in lines):
+        # Compared, it would show no change at all: --fail-on-breaking must not pass on it.
+        raise UserError(f"{path} holds no frames (an empty or cut file?)")
     return str(path), snapshot(pairs(lines))
 
 

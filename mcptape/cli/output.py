@@ -67,16 +67,20 @@ def emit(
     the others give up their width: those named in ``shrink_first`` in that order, each
     down to its minimum, then the widest first. JSON, NDJSON and CSV stream row by row.
     """
+    from mcptape.cli.common import writing_output
+
     out = file if file is not None else sys.stdout
-    if fmt == "table":
-        limit = width if width is not None else terminal_width()
-        write_table(out, rows, columns, limit, keep=keep, shrink_first=shrink_first)
-    elif fmt in ("json", "nl"):
-        write_json(out, rows, columns, lines=fmt == "nl")
-    elif fmt == "csv":
-        write_csv(out, rows, columns)
-    else:
-        raise ValueError(f"unknown output format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    with writing_output():
+        if fmt == "table":
+            limit = width if width is not None else terminal_width()
+            write_table(out, rows, columns, limit, keep=keep, shrink_first=shrink_first)
+        elif fmt in ("json", "nl"):
+            write_json(out, rows, columns, lines=fmt == "nl")
+        elif fmt == "csv":
+            write_csv(out, rows, columns)
+        else:
+            raise ValueError(f"unknown output format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        out.flush()
 
 
 def terminal_width() -> int | None:
