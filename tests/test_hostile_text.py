@@ -63,12 +63,16 @@ def test_a_server_command_and_name_that_are_not_utf8_are_still_recorded(tmp_path
         "--",
         sys.executable,
         "-c",
-        "import sys; sys.stdout.write(sys.stdin.readline())",
+        # Answers the ping and exits when its stdin closes, as servers do: the session ends
+        # from the client's side (closed). A server that only echoed the ping, or exited at
+        # once, would race the client's end (mcptape answering the ping itself; status ok).
+        'import sys; sys.stdin.readline(); print(\'{"jsonrpc":"2.0","id":1,"result":{}}\', flush=True);'
+        " sys.stdin.read()",
         b"\xff\x1b[2J",
         stdin=PING,
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == PING
+    assert proc.stdout == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
     assert b"error" not in proc.stderr
     [(name, upstream, status)] = query(db, "select name, upstream, status from sessions")
     assert name == "n\ufffd"
