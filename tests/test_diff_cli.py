@@ -125,3 +125,19 @@ def test_names_from_a_hostile_recording_cannot_drive_the_terminal(two_versions: 
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "\x07" not in done.stdout and "\u202e" not in done.stdout
     assert "echo\\u001b]0;owned\\u0007\\u202e" in done.stdout
+
+
+def test_json_output_of_a_hostile_recording_is_valid_json_with_no_raw_controls(
+    two_versions: Path, tmp_path: Path
+) -> None:
+    exported = tmp_path / "v2.jsonl"
+    assert mcptape("export", "v2", "-o", str(exported), db=two_versions).returncode == 0
+    # DEL, the C1 CSI and a bidi override: orjson writes them raw unless told otherwise.
+    text = exported.read_text(encoding="utf-8")
+    hostile = text.replace('\\"name\\":\\"echo\\"', '\\"name\\":\\"echo\\\\u009b2J\\\\u007f\\\\u202e\\"')
+    assert hostile != text
+    exported.write_text(hostile, encoding="utf-8")
+    done = mcptape("diff", "v1", str(exported), "--json", db=two_versions)
+    assert done.returncode == 0, done.stderr
+    assert not any(ch in done.stdout for ch in ("\u009b", "\x7f", "\u202e"))
+    assert "echo\u009b2J\u007f\u202e" in json.dumps(json.loads(done.stdout), ensure_ascii=False)

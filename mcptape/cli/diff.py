@@ -67,8 +67,12 @@ def diff(a: str, b: str, db: str | None, as_json: bool, fail_on_breaking: bool) 
     if as_json:
         import orjson
 
+        from mcptape.cli.safe_text import safe_lines
+
         data = report_json(report, first, second)
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+        # orjson escapes C0 but not DEL, C1 or bidi controls, which a server's names may
+        # carry: escaped too, the JSON means the same and cannot drive a terminal.
+        sys.stdout.write(safe_lines(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()) + "\n")
     else:
         from mcptape.cli.safe_text import safe
 
@@ -117,6 +121,9 @@ def _load_file(path: Path) -> Loaded:
         lines = path.read_bytes().splitlines()
     except OSError as exc:
         raise UserError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not any(line.strip() for line in lines):
+        # Compared, it would show no change at all: --fail-on-breaking must not pass on it.
+        raise UserError(f"{path} holds no frames (an empty or cut file?)")
     return str(path), snapshot(pairs(lines))
 
 

@@ -80,6 +80,14 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
     metavar="SECONDS",
     help="On shutdown, how long each stdio upstream gets after its stdin closes, then after SIGTERM.",
 )
+@click.option(
+    "--max-sessions",
+    default=100,
+    show_default=True,
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Most sessions at once (each may be a server process); past it a new session gets 503.",
+)
 @rule_options
 @declare_option
 def proxy(
@@ -94,6 +102,7 @@ def proxy(
     redact_names: tuple[str, ...],
     idle_timeout: float,
     grace: float,
+    max_sessions: int,
     handle_sampling: str | None,
     handle_elicitation: str | None,
     roots: tuple[str, ...],
@@ -185,6 +194,7 @@ def proxy(
         extra_origins=allow_origins,
         rules=rules if rules else None,
         declare_capabilities=declare_capabilities,
+        max_sessions=max_sessions,
     )
     sys.exit(asyncio.run(run_gateway(config, token if announce else None)))
 

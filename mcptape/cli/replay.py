@@ -154,6 +154,7 @@ def replay(
         raise UserError(
             "nothing to replay: give a SESSION (id, prefix, name, pattern or last) or --file FILE"
         )
+    _check_outputs(report, junit)
     tapes = load_tapes(db, sessions, files)
     from mcptape.replay.run import ReplayPlan
 
@@ -173,6 +174,25 @@ def replay(
         transport=remote[2] if remote is not None else "stdio",
     )
     sys.exit(_run(tapes, plan, files, report, junit, update))
+
+
+def _check_outputs(report: str | None, junit: str | None) -> None:
+    """A report path that cannot be written is said before the replay runs, not after it."""
+    import os
+
+    if report and junit and Path(report).resolve() == Path(junit).resolve():
+        raise UserError(f"--report and --junit name the same file {report}: one would overwrite the other")
+    for flag, path in (("--report", report), ("--junit", junit)):
+        if not path:
+            continue
+        target = Path(path)
+        parent = target.parent if str(target.parent) else Path(".")
+        if target.is_dir():
+            raise UserError(f"{flag} {path} is a directory; name a file in it")
+        if not parent.is_dir():
+            raise UserError(f"{flag} {path}: the directory {parent} does not exist")
+        if not os.access(target if target.exists() else parent, os.W_OK):
+            raise UserError(f"{flag} {path}: permission denied")
 
 
 def _run(

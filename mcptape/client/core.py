@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,18 @@ State = Literal["disconnected", "connecting", "connected", "disconnecting", "err
 CONNECTION_CLOSED = -32000  # what the relay answers a request with when the server is gone
 LOG_METHOD = "notifications/message"
 PROGRESS_METHOD = "notifications/progress"
+
+
+def encode_message(message: Any) -> bytes:
+    """``message`` as compact JSON bytes.
+
+    orjson refuses integers beyond 64 bits, which JSON allows and a user can pass in
+    ``--params`` or ``--tool-arg``: those messages go out through ``json`` instead.
+    """
+    try:
+        return orjson.dumps(message)
+    except TypeError:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 @dataclass
@@ -121,9 +134,14 @@ class ClientCore:
 
     def __post_init__(self) -> None:
         self._ids = itertools.count(1)
+        self._last_id = 0
         self._pending: dict[str, _Pending] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.lost: str | None = None
+        # What the server sent that answers nothing (not JSON-RPC, an id never asked):
+        # said when a request then times out, since it is often why.
+        self.strays = 0
+        self.last_stray = ""
 
     # -- state ------------------------------------------------------------------------
 
@@ -141,7 +159,7 @@ class ClientCore:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        await self.send(orjson.dumps(message))
+        await self.send(encode_message(message))
 
     def _params(self, params: Any, progress_token: Any) -> Any:
         if self.meta is None and progress_token is None:
@@ -174,7 +192,7 @@ class ClientCore:
     async def _request_once(self, method: str, params: Any, progress: bool, limit: float | None) -> Any:
         if self.lost is not None:
             raise ConnectionLost(self.lost)
-        rid = next(self._ids)
+        rid = self._last_id = next(self._ids)
         key = str(rid)
         token = rid if progress else None
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
@@ -186,7 +204,7 @@ class ClientCore:
         entry = self._pending[key] = _Pending(method, future, now, now, token)
         limits = self.timeouts if limit is None else Timeouts(self.timeouts.connect, limit, limit)
         try:
-            await self.send(orjson.dumps(message))
+            await self.send(encode_message(message))
             return await self._wait(entry, rid, limits)
         finally:
             self._pending.pop(key, None)
@@ -206,7 +224,7 @@ class ClientCore:
         # Tell the server to stop working on it; the session goes on.
         with contextlib.suppress(Exception):  # the link may be gone: the timeout is what matters
             await self.notify("notifications/cancelled", {"requestId": rid, "reason": reason})
-        raise RequestTimeout(reason)
+        raise RequestTimeout(reason + self.stray_note())
 
     # -- receiving --------------------------------------------------------------------
 
@@ -214,6 +232,8 @@ class ClientCore:
         """Take one frame the server (or the relay) sent to the client. On the loop."""
         message = frame.message
         kind = frame.kind
+        if kind == "malformed":
+            self._stray(frame.data.decode("utf-8", "replace"))
         if kind == "batch" and isinstance(message, list):
             for item in message:
                 self._one(item, frame.origin == "proxy")
@@ -234,7 +254,9 @@ class ClientCore:
         key = _id_text(message.get("id"))
         entry = self._pending.get(key) if key is not None else None
         if entry is None or entry.future.done():
-            return  # a late reply to a request that timed out
+            if key is None or not key.isdigit() or int(key) > self._last_id:
+                self._stray(f"a reply to id {key}, which was never asked")
+            return  # else a late reply to a request that timed out
         if "error" in message:
             error = message["error"]
             if from_relay and isinstance(error, dict) and error.get("code") == CONNECTION_CLOSED:
@@ -251,6 +273,16 @@ class ClientCore:
             entry.future.set_exception(
                 ProtocolError(f"a reply to {entry.method} with neither result nor error")
             )
+
+    def _stray(self, text: str) -> None:
+        self.strays += 1
+        self.last_stray = text[:120] + ("..." if len(text) > 120 else "")
+
+    def stray_note(self) -> str:
+        """``; meanwhile the server sent N message(s) that answer nothing (the last: ...)``, or ``""``."""
+        if not self.strays:
+            return ""
+        return f"; meanwhile the server sent {self.strays} message(s) that answer nothing (the last: {self.last_stray})"
 
     def _notification(self, method: str, params: Any) -> None:
         if method == PROGRESS_METHOD:
@@ -284,7 +316,7 @@ class ClientCore:
             answer["error"] = reply.error
         else:
             answer["result"] = reply.result
-        task = asyncio.ensure_future(self._reply(orjson.dumps(answer)))
+        task = asyncio.ensure_future(self._reply(encode_message(answer)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -15,16 +15,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from mcptape.cli.safe_text import safe_lines
 from mcptape.client.errors import ClientError, ToolError
 
 STRUCTURED_VERSION = 1
 
 
 def dumps(value: Any, *, pretty: bool = True) -> str:
-    """JSON text as ``call`` prints it (UTF-8 kept, two-space indent unless NDJSON)."""
+    """JSON text as ``call`` prints it (UTF-8 kept, two-space indent unless NDJSON).
+
+    ``json`` escapes C0 controls itself but leaves DEL, C1 controls (U+009B is a CSI on
+    many terminals), line separators and bidi overrides raw, and a server chooses every
+    string here: they become ``\\uXXXX`` too. The JSON stays valid and means the same.
+    """
     if pretty:
-        return json.dumps(value, ensure_ascii=False, indent=2)
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(value, ensure_ascii=False, indent=2)
+    else:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # Outside strings, json.dumps writes only spaces and (pretty) line feeds, which stay.
+    return safe_lines(text)
 
 
 def envelope(

@@ -267,7 +267,10 @@ class Runner:
                     fatal = exc
         except TimeoutError:
             if not self._following:
-                fatal = ClientTimeout(f"the operation did not finish within --timeout {plan.timeout:g} s")
+                note = self.session.core.stray_note()
+                fatal = ClientTimeout(
+                    f"the operation did not finish within --timeout {plan.timeout:g} s{note}"
+                )
         except Exception as exc:  # a bug must still end with an envelope and a recorded session
             fatal = error_of(exc)
         finally:

@@ -26,13 +26,21 @@ def read_script(path: str) -> str:
 
 def headers_from(opts: dict[str, Any]) -> dict[str, str]:
     """``--header 'K: V'`` (repeatable) and ``--token T`` as one dict."""
+    from mcptape.proxy.http.headers import HeaderError, check_header
+
     headers = {}
     for header in opts["headers"]:
         key, sep, value = header.partition(":")
         if not sep or not key.strip():
             raise ValidationError(f"--header {header!r}: expected 'Name: value'")
+        try:
+            check_header(key.strip(), value.strip())
+        except HeaderError as exc:
+            raise ValidationError(f"--header: {exc}") from None
         headers[key.strip()] = value.strip()
     if opts["token"]:
+        if any(ch in opts["token"] for ch in "\r\n\0"):
+            raise ValidationError("--token has a line break or NUL in it")
         headers["Authorization"] = f"Bearer {opts['token']}"
     return headers
 

@@ -48,6 +48,10 @@ class UpstreamUnavailable(Exception):
     """A registry entry could not be started or reached (the client gets a 502 saying why)."""
 
 
+class SessionLimit(Exception):
+    """The gateway already runs ``--max-sessions`` sessions (the client gets a 503 saying so)."""
+
+
 @dataclass
 class GatewayConfig:
     """What `mcptape proxy` serves and how it protects it."""
@@ -65,6 +69,9 @@ class GatewayConfig:
     extra_origins: tuple[str, ...] = ()
     rules: Rules | None = None  # injection rules: every session gets an Injector
     declare_capabilities: bool = False
+    # Each session may be a process: a client that opens sessions and never ends them
+    # must meet a clear refusal before the machine runs out of memory or descriptors.
+    max_sessions: int = 100
 
 
 @dataclass(eq=False)
@@ -169,6 +176,8 @@ class Gateway:
             return await handler(request)
         except UpstreamUnavailable as exc:
             return error_response(502, str(exc))
+        except SessionLimit as exc:
+            return error_response(503, str(exc), {"Retry-After": "5"})
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
@@ -191,6 +200,13 @@ class Gateway:
         return remote_link(spec.url, spec.transport, headers, redact_names=self.config.redact_names)
 
     async def open_session(self, request: web.Request, link: DownstreamLink, kind: str) -> GatewaySession:
+        running = len(self.sessions) + len(self.ending)  # ending ones still have their upstream
+        if running >= self.config.max_sessions:
+            raise SessionLimit(
+                f"the gateway already runs {running} sessions (--max-sessions {self.config.max_sessions}); "
+                f"end sessions with DELETE, wait for idle ones to expire (--idle-timeout "
+                f"{self.config.idle_timeout:g} s) or raise --max-sessions"
+            )
         name = request.match_info["name"]
         spec = self.config.registry[name]
         # The client's own Authorization reaches the upstream only when our token came another way.

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import threading
 from collections.abc import Awaitable
 from typing import Any, Final
@@ -121,7 +122,7 @@ class TapeServer:
         """Answer a plain request on the calling (reader) thread; False to play it on the loop."""
         if self.forwarder is not None or frame.kind != "request" or frame.method in HANDSHAKES:
             return False
-        message = frame.message
+        message = _exact(frame)
         if not isinstance(message, dict):
             return False
         with self._book_lock:
@@ -173,7 +174,7 @@ class TapeServer:
     # -- answering ------------------------------------------------------------------
 
     async def _out(self, message: dict[str, Any] | bytes) -> None:
-        data = message if isinstance(message, bytes) else orjson.dumps(message)
+        data = message if isinstance(message, bytes) else _dumps(message)
         async with self._lock:
             if not self._open or self._deliver is None:
                 return
@@ -214,7 +215,7 @@ class TapeServer:
 
     @staticmethod
     def _messages(frame: Frame) -> list[dict[str, Any]]:
-        value = frame.message
+        value = _exact(frame)
         items = value if isinstance(value, list) else [value]
         return [m for m in items if isinstance(m, dict)]
 
@@ -285,7 +286,7 @@ class TapeServer:
         if response is None:
             return None
         body = {k: v for k, v in response.items() if k not in ("id", "jsonrpc")}
-        return orjson.dumps({"jsonrpc": "2.0", "id": request.get("id"), **body})
+        return _dumps({"jsonrpc": "2.0", "id": request.get("id"), **body})
 
     async def _server_call(self, call: ServerCall) -> None:
         assert self._loop is not None
@@ -296,6 +297,27 @@ class TapeServer:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(future, self.call_timeout)
         self._calls.pop(id_key(rid), None)
+
+
+def _exact(frame: Frame) -> Any:
+    """The frame's message, with ids exactly as the client wrote them.
+
+    orjson reads an integer beyond 64 bits as a float: the answer's id would be
+    ``1e+26`` and the client would never match it. Such a frame (rare) is read again
+    with ``json``, which keeps integers whole.
+    """
+    value = frame.message
+    items = value if isinstance(value, list) else [value]
+    if any(isinstance(m, dict) and isinstance(m.get("id"), float) for m in items):
+        return json.loads(frame.data)
+    return value
+
+
+def _dumps(message: Any) -> bytes:
+    try:
+        return orjson.dumps(message)
+    except TypeError:  # an integer beyond 64 bits (see _exact)
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _error(request: dict[str, Any], code: int, message: str) -> dict[str, Any]:

@@ -293,9 +293,15 @@ def read_jsonl(path: Path) -> Tape:
             continue
         try:
             obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise ValueError("the line is not a JSON object")
             direction = obj["dir"]
             if direction not in ("c2s", "s2c"):
                 raise ValueError(f"dir must be c2s or s2c, not {direction!r}")
+            if "raw_b64" not in obj and not isinstance(obj["frame"], str):
+                raise ValueError(
+                    f"frame must be the frame's text (a string), not {type(obj['frame']).__name__}"
+                )
             data = base64.b64decode(obj["raw_b64"]) if "raw_b64" in obj else obj["frame"].encode()
             ts = float(obj.get("t", 0.0))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -305,6 +311,9 @@ def read_jsonl(path: Path) -> Tape:
             ) from None
         origin = obj.get("origin") or ("client" if direction == "c2s" else "server")
         frames.append(tape_frame(len(frames) + 1, direction, origin, ts, data))
+    if not frames:
+        # Replayed, it would "match" with nothing compared: a CI job must not pass on it.
+        raise TapeError(f"recording file {path} holds no frames (an empty or cut file?)")
     return build_tape(frames, str(path), name=path.stem)
 
 

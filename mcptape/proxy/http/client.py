@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from mcptape.frames import Frame
+from mcptape.proxy.http import sse
 from mcptape.proxy.http.headers import (
     ACCEPT_BOTH,
     LAST_EVENT_ID,
@@ -242,17 +243,37 @@ class HttpClientLink(LoopLink):
     # -- receiving ----------------------------------------------------------------------
 
     async def _json_body(self, frame: Frame, response: Any, meta: dict[str, Any]) -> None:
+        limit = sse.MAX_EVENT_BYTES
+        buffer = bytearray()
         try:
-            body = await response.read()
+            # Bounded like an SSE event: a body that never ends must not take all memory.
+            async for chunk in response.content.iter_any():
+                buffer += chunk
+                if len(buffer) > limit:
+                    response.close()
+                    await self.fail_request(frame, f"the MCP server's response is larger than {limit} bytes")
+                    return
         except Exception as exc:
             await self.fail_request(frame, f"the MCP server's response was cut: {exc}")
             return
+        body = bytes(buffer)
+        del buffer
         if not body.strip():
             await self.fail_request(frame, f"the MCP server answered HTTP {response.status} with no body")
             return
         received = Frame(body, "s2c", meta=meta)
         self._learn_version(received)
         await self.deliver(received)
+        # A JSON body is the whole answer to the POST: what it left unanswered never will be
+        # (an HTML page, {}, another id), and the client must not wait for its timeout.
+        left = set(request_ids(frame)) & self._unanswered
+        if left:
+            ctype = response.headers.get("Content-Type") or "no Content-Type"
+            shown = body[:120].decode("utf-8", "replace") + ("..." if len(body) > 120 else "")
+            await self.fail_ids(
+                left,
+                f"the MCP server answered HTTP {response.status} ({ctype}) with no answer to it: {shown}",
+            )
 
     async def _error_body(
         self, frame: Frame, response: Any, meta: dict[str, Any], body: bytes | None = None
@@ -324,10 +345,10 @@ class HttpClientLink(LoopLink):
                 return
             if (stream == "post" and parser.last_event_id is None) or attempts >= RESUME_ATTEMPTS:
                 if stream == "post":
-                    self.emit(
-                        "http_stream_lost",
-                        f"a response stream ended before answering {sorted(waiting)}",
-                        None,
+                    why = f"a response stream ended before answering {sorted(waiting)}"
+                    self.emit("http_stream_lost", why, None)
+                    await self.fail_ids(
+                        waiting & self._unanswered, "the MCP server's " + why.removeprefix("a ")
                     )
                 return
             attempts += 1
@@ -341,10 +362,10 @@ class HttpClientLink(LoopLink):
             again = await self._get(parser.last_event_id)
             if again is None:
                 if stream == "post":
-                    self.emit(
-                        "http_stream_lost",
-                        f"a response stream could not be resumed before answering {sorted(waiting)}",
-                        None,
+                    why = f"a response stream could not be resumed before answering {sorted(waiting)}"
+                    self.emit("http_stream_lost", why, None)
+                    await self.fail_ids(
+                        waiting & self._unanswered, "the MCP server's " + why.removeprefix("a ")
                     )
                 return
             response, resumed = again, True

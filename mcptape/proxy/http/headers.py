@@ -67,12 +67,26 @@ class HeaderError(ValueError):
     """A `--header` flag or a config header the user must fix (one line)."""
 
 
+_TOKEN_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def check_header(name: str, value: str) -> None:
+    """HeaderError unless ``name: value`` can be sent as it is: a line break or NUL in a
+    value (from a config file, a flag or an environment variable) would end the header
+    early and inject others, and the HTTP client refuses it with a traceback."""
+    if not _TOKEN_NAME.fullmatch(name):
+        raise HeaderError(f"header name {name!r} is not a valid HTTP header name")
+    if any(ch in value for ch in "\r\n\0"):
+        raise HeaderError(f"header {name!r} has a line break or NUL in its value; not sent")
+
+
 def parse_header_flag(text: str) -> tuple[str, str]:
     """``'K: V'`` as a (name, value) pair; HeaderError for anything else."""
     name, sep, value = text.partition(":")
     name = name.strip()
-    if not sep or not name or not re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", name):
+    if not sep or not name or not _TOKEN_NAME.fullmatch(name):
         raise HeaderError(f"--header {text!r} is not 'Name: value' (for example --header 'X-Team: a')")
+    check_header(name, value.strip())
     return name, value.strip()
 
 
@@ -87,14 +101,20 @@ def expand_env(value: str, environ: Mapping[str, str] | None = None) -> str:
             )
         return env[m.group(1)]
 
-    return _ENV.sub(one, value)
+    expanded = _ENV.sub(one, value)
+    if expanded != value and any(ch in expanded for ch in "\r\n\0"):
+        raise HeaderError("a header value's ${...} holds a line break or NUL; not sent")
+    return expanded
 
 
 def expand_headers(
     headers: Mapping[str, str] | None, environ: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """A config entry's headers with ``${ENV}`` expanded in every value."""
-    return {name: expand_env(value, environ) for name, value in (headers or {}).items()}
+    """A config entry's headers with ``${ENV}`` expanded in every value (each checked)."""
+    out = {name: expand_env(value, environ) for name, value in (headers or {}).items()}
+    for name, value in out.items():
+        check_header(name, value)
+    return out
 
 
 def end_to_end(headers: Iterable[tuple[str, str]], drop: Iterable[str] = ()) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ import abc
 import asyncio
 import contextlib
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from typing import Any
 
 from mcptape.frames import Frame
@@ -134,7 +134,11 @@ class LoopLink(abc.ABC):
 
     async def fail_request(self, frame: Frame, message: str, data: object = None) -> None:
         """A request the server will never answer gets a JSON-RPC error so the client does not hang."""
-        for rpc_id in request_ids(frame):
+        await self.fail_ids(request_ids(frame), message, data)
+
+    async def fail_ids(self, rpc_ids: Iterable[str], message: str, data: object = None) -> None:
+        """:meth:`fail_request` for requests named by their ids."""
+        for rpc_id in sorted(rpc_ids):
             answer = error_bytes(rpc_id, UPSTREAM_ERROR, f"mcptape: {message}", data)
             await self.deliver(Frame(answer, "s2c", "proxy", meta={"upstream_error": message}))
 

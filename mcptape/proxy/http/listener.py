@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 from collections.abc import Callable
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from mcptape.proxy.gateway import Gateway, GatewayConfig
 from mcptape.say import say as _say
@@ -42,6 +44,20 @@ async def announce_and_wait(lines: list[str], config: GatewayConfig, announce_to
     return stopped[0] if stopped else "stop"
 
 
+def one_line_bad_http(record: logging.LogRecord) -> bool:
+    """A logging filter for ``aiohttp.server``: a request aiohttp could not parse is one line.
+
+    aiohttp answers it 400 and logs a traceback; any client can send one, so a hostile one
+    would fill the gateway's stderr with them. Errors in mcptape's handlers keep theirs.
+    """
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, HttpProcessingError):
+        first = str(exc.message).strip().splitlines()[0] if str(exc.message).strip() else "?"
+        record.msg, record.args, record.exc_info = "mcptape: bad HTTP request (400): %s", (first,), None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+    return True
+
+
 async def serve_gateway(
     gateway: Gateway,
     config: GatewayConfig,
@@ -53,6 +69,9 @@ async def serve_gateway(
 
     Returns what stopped it, or None when it could not listen (said on stderr).
     """
+    server_log = logging.getLogger("aiohttp.server")
+    if one_line_bad_http not in server_log.filters:
+        server_log.addFilter(one_line_bad_http)
     # handler_cancellation: a client that goes away ends its SSE handler at once.
     runner = web.AppRunner(gateway.app(), handler_cancellation=True, access_log=None)
     await runner.setup()

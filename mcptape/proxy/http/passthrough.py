@@ -204,6 +204,7 @@ class PassThrough:
         ctype = upstream.head.get("Content-Type")
         parser = SseParser() if ctype.startswith("text/event-stream") else None
         copy = bytearray()
+        overflowed = False
         try:
             while True:
                 chunk, last = await upstream.next_chunk()
@@ -214,13 +215,19 @@ class PassThrough:
                 else:
                     await response.write(chunk)
                 if parser is not None:
-                    for event in parser.feed(chunk):
+                    try:
+                        events = parser.feed(chunk)
+                    except ValueError as exc:
+                        # The client still gets every byte; the recording says what it lacks.
+                        recorder.event(session.context, "error", f"not recorded from here on: {exc}", None)
+                        parser, events, overflowed = None, [], True
+                    for event in events:
                         if event.event == "message" and event.data:
                             frame = Frame(event.data, "s2c", meta={**s2c_meta, "event_id": event.id})
                             pending = recorder.frame_done(Flow(frame))
                             if pending is not None:
                                 await pending
-                elif len(copy) < MAX_JSON_COPY:
+                elif len(copy) < MAX_JSON_COPY and not overflowed:
                     copy += chunk
                 if last:
                     break

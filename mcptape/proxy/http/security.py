@@ -70,8 +70,14 @@ def check_token(headers: Mapping[str, str], token: str | None) -> AuthResult:
         return AuthResult(True)
     own = headers.get(TOKEN_HEADER)
     if own is not None:
-        return AuthResult(hmac.compare_digest(own.encode(), token.encode()), "own-header")
+        return AuthResult(_same(own, token), "own-header")
     scheme, _, value = headers.get("Authorization", "").partition(" ")
     if scheme.lower() == "bearer":
-        return AuthResult(hmac.compare_digest(value.strip().encode(), token.encode()), "authorization")
+        return AuthResult(_same(value.strip(), token), "authorization")
     return AuthResult(False)
+
+
+def _same(given: str, token: str) -> bool:
+    # Header values arrive decoded with surrogateescape: bytes that are not UTF-8 must
+    # compare unequal, not raise (a 500 with a traceback per request).
+    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), token.encode())

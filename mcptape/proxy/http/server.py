@@ -39,6 +39,9 @@ from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LinkEnd
 
 KEEP_EVENTS = 1000  # per stream, for Last-Event-ID resumption
 KEEP_STREAMS = 256  # closed streams remembered per session, for a late resumption
+# ... and at most this many bytes of their events (the newest closed stream is kept whatever
+# its size): 256 answers of 8 MB would otherwise stay in memory for the session's life.
+KEEP_CLOSED_BYTES = 16 << 20
 
 
 class EventStream:
@@ -53,6 +56,7 @@ class EventStream:
         self.meta: dict[str, Any] = meta or {}
         self.events: deque[tuple[int, bytes]] = deque(maxlen=KEEP_EVENTS)
         self.count = 0
+        self.size = 0  # bytes of the events kept
         self.closed = False
         self.attached = False
         self._lock = threading.Lock()
@@ -70,11 +74,18 @@ class EventStream:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody pumps any more
                 self._loop.call_soon_threadsafe(self._changed.set)
 
+    def _keep(self, encoded: bytes) -> None:
+        # Under the lock: the event numbered count, and the bytes kept.
+        if len(self.events) == self.events.maxlen:
+            self.size -= len(self.events[0][1])
+        self.events.append((self.count, encoded))
+        self.size += len(encoded)
+
     def push(self, data: bytes) -> str:
         with self._lock:
             self.count += 1
             event_id = f"{self.key}-{self.count}"
-            self.events.append((self.count, encode_event(data, event="message", id=event_id)))
+            self._keep(encode_event(data, event="message", id=event_id))
         self._notify()
         return event_id
 
@@ -83,14 +94,14 @@ class EventStream:
         client that loses the stream before the answer can resume it with that id."""
         with self._lock:
             self.count += 1
-            self.events.append((self.count, encode_event(b"", id=f"{self.key}-{self.count}")))
+            self._keep(encode_event(b"", id=f"{self.key}-{self.count}"))
         self._notify()
 
     def push_raw(self, encoded: bytes) -> None:
         """An event that is not a numbered message (the legacy ``endpoint`` event)."""
         with self._lock:
             self.count += 1
-            self.events.append((self.count, encoded))
+            self._keep(encoded)
         self._notify()
 
     def close(self) -> None:
@@ -267,6 +278,7 @@ class HttpSessionLink(DownstreamLink):
         self.get_stream = EventStream("g", stream_meta("GET", path, "get", {}))
         self.streams: dict[str, EventStream] = {"g": self.get_stream}
         self._closed_order: deque[str] = deque()
+        self._closed_bytes = 0
 
     async def post(
         self, frame: Frame, headers: dict[str, str] | None = None, *, prime: bool = False
@@ -316,8 +328,13 @@ class HttpSessionLink(DownstreamLink):
             return
         stream.close()
         self._closed_order.append(key)
-        while len(self._closed_order) > KEEP_STREAMS:
-            self.streams.pop(self._closed_order.popleft(), None)
+        self._closed_bytes += stream.size
+        while len(self._closed_order) > KEEP_STREAMS or (
+            self._closed_bytes > KEEP_CLOSED_BYTES and len(self._closed_order) > 1
+        ):
+            old = self.streams.pop(self._closed_order.popleft(), None)
+            if old is not None:
+                self._closed_bytes -= old.size
 
     def resume(self, last_event_id: str) -> tuple[EventStream, int] | None:
         """The stream and position a ``Last-Event-ID`` names; None when unknown."""

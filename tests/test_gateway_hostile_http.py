@@ -1,0 +1,158 @@
+"""The gateway against a hostile HTTP client: bytes that are no UTF-8 where the token goes,
+requests aiohttp cannot parse, and a session that asks for many large answers."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import socket
+import sys
+from pathlib import Path
+
+from mcptape.proxy.http.server import KEEP_CLOSED_BYTES
+from tests.gateway_proc import GatewayProcess
+from tests.test_gateway_security import INIT, request
+
+TOKEN = "hostile-tests-token"
+BIG = Path(__file__).parent / "servers" / "big_answers.py"
+
+
+def raw_exchange(base: str, data: bytes) -> bytes:
+    """Send ``data`` on a fresh connection and read until the gateway closes it."""
+    host, port = base.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        sock.sendall(data)
+        out = b""
+        while chunk := sock.recv(65536):
+            out += chunk
+    return out
+
+
+def fetch(
+    base: str, method: str, headers: dict[str, str], body: bytes | None = None
+) -> tuple[int, str, bytes]:
+    """A whole response (status, session id, body) from ``/servers/big/mcp``."""
+    conn = http.client.HTTPConnection(*base.removeprefix("http://").rsplit(":", 1), timeout=60)
+    try:
+        conn.request(
+            method, "/servers/big/mcp", body=body, headers={"Content-Type": "application/json", **headers}
+        )
+        response = conn.getresponse()
+        return response.status, response.getheader("Mcp-Session-Id") or "", response.read()
+    finally:
+        conn.close()
+
+
+def post_head(base: str, extra: bytes, length: int) -> bytes:
+    host = base.removeprefix("http://").encode()
+    return (
+        b"POST /servers/demo/mcp HTTP/1.1\r\nHost: " + host + b"\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nConnection: close\r\n"
+        + extra
+        + b"Content-Length: %d\r\n\r\n" % length
+    )
+
+
+def test_a_token_that_is_no_utf8_is_401_and_unparsable_requests_log_one_line(tmp_path: Path) -> None:
+    env = {"MCPTAPE_PROXY_TOKEN": TOKEN}
+    gateway = GatewayProcess(tmp_path / "g.db", None, env=env, tmp=tmp_path)
+    try:
+        for header in (
+            b"X-Mcptape-Token: \xff\xfe" + TOKEN.encode(),
+            b"Authorization: Bearer \xff" + TOKEN.encode(),
+        ):
+            answer = raw_exchange(gateway.base, post_head(gateway.base, header + b"\r\n", len(INIT)) + INIT)
+            assert answer.startswith(b"HTTP/1.1 401 "), answer[:200]
+        # Requests aiohttp refuses before any handler: a CR inside a header value (a
+        # header-injection attempt), a bad chunk size, two Content-Lengths.
+        for extra in (
+            b"Mcp-Session-Id: abc\rInjected: 1\r\n",
+            b"Transfer-Encoding: chunked\r\n",
+            b"Content-Length: 5\r\n",
+        ):
+            body = b"zz\r\n" + INIT + b"\r\n0\r\n\r\n" if b"chunked" in extra else INIT
+            answer = raw_exchange(gateway.base, post_head(gateway.base, extra, len(INIT)) + body)
+            assert answer.startswith(b"HTTP/1.0 400 ") or answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+        ok = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream"}
+        status, _, _ = request(gateway.base, "POST", "/servers/demo/mcp", ok, INIT)
+        assert status == 200
+    finally:
+        gateway.stop()
+    assert "Traceback" not in gateway.stderr
+    assert gateway.stderr.count("mcptape: bad HTTP request (400): ") == 3, gateway.stderr
+
+
+def test_closed_response_streams_keep_a_bounded_number_of_bytes_for_resumption(tmp_path: Path) -> None:
+    size = 2 << 20
+    calls = KEEP_CLOSED_BYTES // size + 4
+    config = {"big": {"command": sys.executable, "args": [str(BIG), "--size", str(size)]}}
+    gateway = GatewayProcess(tmp_path / "g.db", config, "--no-auth", tmp=tmp_path)
+    try:
+        accept = {"Accept": "application/json, text/event-stream"}
+        status, sid, _ = fetch(gateway.base, "POST", accept, INIT)
+        assert status == 200 and sid
+        session = {**accept, "Mcp-Session-Id": sid}
+        ids = []
+        for n in range(calls):
+            call = {"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call", "params": {"name": "x"}}
+            status, _, body = fetch(gateway.base, "POST", session, json.dumps(call).encode())
+            assert status == 200 and len(body) > size
+            found = re.search(rb"^id: (\S+)$", body, re.M)
+            assert found is not None
+            ids.append(found.group(1).decode())
+
+        def resumed(event_id: str) -> int:
+            got = {**session, "Last-Event-ID": event_id.rsplit("-", 1)[0] + "-0"}
+            status, _, body = fetch(gateway.base, "GET", got)
+            assert status != 200 or len(body) > size
+            return status
+
+        # The newest answers can still be fetched again; the oldest were let go.
+        assert resumed(ids[-1]) == 200 and resumed(ids[-2]) == 200
+        assert resumed(ids[0]) == 404
+    finally:
+        gateway.stop()
+
+
+def test_sessions_past_max_sessions_get_a_503_saying_so_until_one_ends(tmp_path: Path) -> None:
+    config = {"big": {"command": sys.executable, "args": [str(BIG), "--size", "10"]}}
+    gateway = GatewayProcess(tmp_path / "g.db", config, "--no-auth", "--max-sessions", "2", tmp=tmp_path)
+    accept = {"Accept": "application/json, text/event-stream"}
+    try:
+        sids = []
+        for _ in range(2):
+            status, sid, _ = fetch(gateway.base, "POST", accept, INIT)
+            assert status == 200 and sid
+            sids.append(sid)
+        status, sid, body = fetch(gateway.base, "POST", accept, INIT)
+        assert (status, sid) == (503, "")
+        message = json.loads(body)["error"]["message"]
+        assert "already runs 2 sessions (--max-sessions 2)" in message and "DELETE" in message
+        # The legacy SSE endpoint opens sessions too, and is refused the same way.
+        assert request(gateway.base, "GET", "/servers/big/sse", {"Accept": "text/event-stream"})[0] == 503
+        # The sessions already open are served as before.
+        ping = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "ping"}).encode()
+        assert fetch(gateway.base, "POST", {**accept, "Mcp-Session-Id": sids[0]}, ping)[0] == 200
+        assert fetch(gateway.base, "DELETE", {"Mcp-Session-Id": sids[1]})[0] == 200
+        for _ in range(200):  # the deleted session's server takes a moment to stop
+            status, sid, _ = fetch(gateway.base, "POST", accept, INIT)
+            if status != 503:
+                break
+        assert status == 200 and sid
+    finally:
+        gateway.stop()
+    assert "Traceback" not in gateway.stderr
+
+
+def test_a_remote_entry_whose_header_has_a_line_break_is_a_502_naming_it(tmp_path: Path) -> None:
+    config = {"r": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-A": "v\r\nInjected: 1"}}}
+    gateway = GatewayProcess(tmp_path / "g.db", config, "--no-auth", tmp=tmp_path)
+    try:
+        accept = {"Accept": "application/json, text/event-stream"}
+        status, _, body = request(gateway.base, "POST", "/servers/r/mcp", accept, INIT)
+        assert status == 502
+        assert "header 'X-A' has a line break or NUL in its value" in json.loads(body)["error"]["message"]
+    finally:
+        gateway.stop()
+    assert "Traceback" not in gateway.stderr

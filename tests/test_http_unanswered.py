@@ -1,0 +1,79 @@
+"""A streamable HTTP server that answers a POSTed request with something that is no answer
+to it (an HTML page, ``{}``, another id, an SSE stream that ends without it): the request
+gets an error saying what came, at once, instead of waiting for the client's timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from aiohttp import web
+
+from mcptape.frames import Frame
+from mcptape.proxy.http.client import HttpClientLink
+
+REQUEST = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+
+
+async def _answer(request: web.Request) -> web.StreamResponse:
+    mode = request.query["mode"]
+    if mode == "html":
+        return web.Response(body=b"<html>login</html>", content_type="text/html")
+    if mode == "empty-object":
+        return web.Response(body=b"{}", content_type="application/json")
+    if mode == "other-id":
+        return web.json_response({"jsonrpc": "2.0", "id": 12345, "result": {}})
+    if mode == "answered":
+        return web.json_response({"jsonrpc": "2.0", "id": 1, "result": {}})
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    await response.write(b"not an event\n\ndata: not json either\n\n")
+    return response
+
+
+def _run(mode: str) -> list[Frame]:
+    async def main() -> list[Frame]:
+        app = web.Application()
+        app.router.add_post("/mcp", _answer)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        got: list[Frame] = []
+        link = HttpClientLink(f"http://127.0.0.1:{port}/mcp?mode={mode}")
+        link.start(got.append, lambda why: None, lambda k, t, d: None)
+        link.send(Frame(REQUEST, "c2s"))
+        for _ in range(500):
+            if any(f.kind in ("response", "error") and f.rpc_id == "1" for f in got):
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)  # nothing more is to come: a second answer would show here
+        await link.aclose(0.5)
+        await runner.cleanup()
+        return got
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("html", "answered HTTP 200 (text/html) with no answer to it: <html>login</html>"),
+        ("empty-object", "(application/json) with no answer to it: {}"),
+        ("other-id", '"id": 12345'),
+        ("sse", "response stream ended before answering ['1']"),
+    ],
+)
+def test_a_post_answered_with_no_answer_to_its_request_gets_an_error_at_once(mode: str, says: str) -> None:
+    got = _run(mode)
+    errors = [json.loads(f.data) for f in got if f.kind == "error" and f.rpc_id == "1"]
+    assert len(errors) == 1, [f.data for f in got]
+    assert says in errors[0]["error"]["message"]
+    assert f"{got[-1].origin}" == "proxy"
+
+
+def test_a_post_answered_properly_gets_no_made_up_error() -> None:
+    got = _run("answered")
+    assert [json.loads(f.data) for f in got] == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
