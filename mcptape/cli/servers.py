@@ -15,7 +15,6 @@ COLUMNS = ("name", "transport", "source", "target")
     "--config",
     "config_path",
     metavar="FILE",
-    type=click.Path(dir_okay=False),
     help="An mcpServers config file (the format desktop clients use); its entries come first.",
 )
 @output_options
