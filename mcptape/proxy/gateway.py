@@ -136,8 +136,8 @@ class Gateway:
         app.router.add_post("/servers/{name}/mcp", self._mcp_post)
         app.router.add_get("/servers/{name}/mcp", self._mcp_get)
         app.router.add_delete("/servers/{name}/mcp", self._mcp_delete)
-        app.router.add_get("/servers/{name}/sse", lambda request: sse_get(self, request))
-        app.router.add_post("/servers/{name}/messages", lambda request: sse_post(self, request))
+        app.router.add_get("/servers/{name}/sse", self._sse_get)
+        app.router.add_post("/servers/{name}/messages", self._sse_post)
         app.router.add_get(WELL_KNOWN + "/servers/{name}/mcp", self._protected_resource)
         return app
 
@@ -178,6 +178,12 @@ class Gateway:
             return error_response(502, str(exc))
         except SessionLimit as exc:
             return error_response(503, str(exc), {"Retry-After": "5"})
+
+    async def _sse_get(self, request: web.Request) -> web.StreamResponse:
+        return await sse_get(self, request)
+
+    async def _sse_post(self, request: web.Request) -> web.StreamResponse:
+        return await sse_post(self, request)
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
