@@ -227,8 +227,18 @@ class PassThrough:
                             pending = recorder.frame_done(Flow(frame))
                             if pending is not None:
                                 await pending
-                elif len(copy) < MAX_JSON_COPY and not overflowed:
-                    copy += chunk
+                elif not overflowed:
+                    if len(copy) + len(chunk) > MAX_JSON_COPY:
+                        # A cut copy would be recorded as a malformed frame the server never sent.
+                        overflowed, copy = True, bytearray()
+                        recorder.event(
+                            session.context,
+                            "error",
+                            f"an answer larger than {MAX_JSON_COPY} bytes was forwarded whole but not recorded",
+                            None,
+                        )
+                    else:
+                        copy += chunk
                 if last:
                     break
             if parser is None and copy.strip() and ctype.startswith("application/json"):
