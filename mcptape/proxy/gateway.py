@@ -41,6 +41,8 @@ from mcptape.proxy.relay import Relay
 if TYPE_CHECKING:
     from mcptape.rules import Rules
 
+# How the request carried the gateway's token: "authorization" (consumed) or "own-header".
+AUTH_VIA = web.RequestKey("auth_via", str)
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -171,7 +173,7 @@ class Gateway:
             return error_response(404, f"nothing is served at {request.path!r}")
         if name not in self.config.registry:
             return error_response(404, f"no upstream named {name!r} is registered")
-        request["auth_via"] = auth.via
+        request[AUTH_VIA] = auth.via or ""
         try:
             return await handler(request)
         except UpstreamUnavailable as exc:
@@ -216,7 +218,7 @@ class Gateway:
         name = request.match_info["name"]
         spec = self.config.registry[name]
         # The client's own Authorization reaches the upstream only when our token came another way.
-        forward = request.headers.get("Authorization") if request.get("auth_via") != "authorization" else None
+        forward = request.headers.get("Authorization") if request.get(AUTH_VIA) != "authorization" else None
         transport = f"{kind}->{spec.transport}"
         recorder = Recorder()
         context = SessionContext(None, "proxy", transport, self.store.describe(spec), name)
@@ -295,7 +297,7 @@ class Gateway:
     async def _pass(self, request: web.Request, spec: UpstreamSpec) -> web.StreamResponse:
         import aiohttp
 
-        strip = request.get("auth_via") == "authorization"
+        strip = request.get(AUTH_VIA) == "authorization"
         try:
             return await self.passthrough.forward(
                 request, request.match_info["name"], spec, strip, self._gateway_url(request)
