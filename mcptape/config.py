@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from mcptape.jsontext import loads_jsonc
 from mcptape.redact import redact_argv, redact_url
 
 Transport = Literal["stdio", "http", "sse"]
@@ -117,10 +118,15 @@ def read_config_document(path: str | os.PathLike[str]) -> tuple[str, dict[str, A
         raise ConfigError(
             f"config file {file} is a directory; pass the path of an mcpServers JSON file"
         ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config file {file}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {file} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{exc.start}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {file}: {exc.strerror or exc}") from None
     try:
-        document = json.loads(text)
+        document = loads_jsonc(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(
             f"{file}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg}); fix the file and try again"

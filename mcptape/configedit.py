@@ -13,14 +13,27 @@ Pure functions on text that a JSON parser has already accepted (:mod:`mcptape.js
 from __future__ import annotations
 
 import json
+import re
 from typing import Final
 
-from mcptape.jsontext import Member, element_spans, object_members, skip_value
+from mcptape.jsontext import COMMENT, Member, element_spans, object_members, skip_value
 
 # The members a remote entry uses to say where and how to reach its server.
 REMOTE_KEYS: Final = ("url", "serverUrl", "type", "transport", "headers")
 
 Edit = tuple[int, int, str]
+
+# A separator copied from JSON with comments must not copy its comments: a new member
+# would repeat the note written for its neighbour.
+_SEPARATOR_COMMENT: Final = re.compile(r"[ \t]*(?:" + COMMENT + r")")
+_EMPTY_LINE: Final = re.compile(r"\n[ \t]*(?=\n)")
+
+
+def _bare(separator: str) -> str:
+    """``separator`` without comments (and without the lines they leave empty)."""
+    if "/" not in separator:
+        return separator
+    return _EMPTY_LINE.sub("", _SEPARATOR_COMMENT.sub("", separator))
 
 
 class EditError(Exception):
@@ -62,22 +75,22 @@ def _members(entry: str) -> list[Member]:
 def _member_separator(entry: str, members: list[Member]) -> str:
     """What separates two members in this entry (``", "`` or ``",\\n      "``)."""
     if len(members) >= 2:
-        return entry[members[0].value_end : members[1].key_start]
+        return _bare(entry[members[0].value_end : members[1].key_start])
     if members:
-        lead = entry[entry.index("{") + 1 : members[0].key_start]
+        lead = _bare(entry[entry.index("{") + 1 : members[0].key_start])
         if "\n" in lead:
             return "," + lead
     return ", "
 
 
 def _colon(entry: str, member: Member) -> str:
-    return entry[skip_value(entry, member.key_start) : member.value_start]
+    return _bare(entry[skip_value(entry, member.key_start) : member.value_start])
 
 
 def _element_separator(entry: str, start: int, elements: list[tuple[int, int]]) -> str:
     if len(elements) >= 2:
-        return entry[elements[0][1] : elements[1][0]]
-    lead = entry[start + 1 : elements[0][0]] if elements else ""
+        return _bare(entry[elements[0][1] : elements[1][0]])
+    lead = _bare(entry[start + 1 : elements[0][0]]) if elements else ""
     return "," + lead if "\n" in lead else ", "
 
 

@@ -138,6 +138,20 @@ def parse(data: bytes) -> Any:
         return _UNPARSED
 
 
+def _too_deep(data: bytes) -> bool:
+    """Whether ``data`` failed to parse only for its nesting (the standard library ran out
+    of recursion); asked only of frames no parser accepted."""
+    if not data.lstrip(b" \t\n\r").startswith(b"{"):
+        return False
+    try:
+        json.loads(_lossy(data), parse_constant=_reject_constant)
+    except RecursionError:
+        return True
+    except Exception:  # any other fault: malformed for what it is
+        return False
+    return False
+
+
 def classify(data: bytes) -> tuple[Classification, Any]:
     """Classify wire bytes, returning the classification and the parsed value (or None).
 
@@ -145,6 +159,14 @@ def classify(data: bytes) -> tuple[Classification, Any]:
     """
     msg = parse(data)
     if msg is _UNPARSED:
+        if _too_deep(data):
+            # Valid JSON nested deeper than a parser recurses is still a message: taken
+            # for malformed, a deep response left its request pending, and the client got
+            # a second answer saying the server never replied.
+            found = classify_large(data)
+            # An id must be a string or a number: one nested too deep is no id at all.
+            if found is not None and (found.rpc_id or " ")[0] not in "[{":
+                return found, None
         return Classification("malformed"), None
     try:
         rpc_id = id_text(msg["id"], data) if isinstance(msg, dict) and "id" in msg else None

@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
-_WS: Final = re.compile(r"[ \t\n\r]*")
+# Comments count as whitespace (VS Code's mcp.json is JSON with comments); a text a
+# strict JSON parser accepted has none outside strings, so this costs frames nothing.
+COMMENT: Final = r"//[^\n]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/"
+_WS: Final = re.compile(r"(?:[ \t\n\r]+|" + COMMENT + r")*")
 _STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-# The tokens that matter when skipping a container: whole strings (so brackets inside
-# them are ignored) and brackets.
-_TOKEN: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.S)
-_SCALAR_END: Final = re.compile(r"[ \t\n\r,\]}]")
+# The tokens that matter when skipping a container: whole strings and comments (so
+# brackets inside them are ignored) and brackets.
+_TOKEN: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|' + COMMENT + r"|[\[\]{}]", re.S)
+_SCALAR_END: Final = re.compile(r"[ \t\n\r,\]}/]")
+# For blank_jsonc: strings pass, comments and trailing commas go.
+_JSONC_COMMENT: Final = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")|' + COMMENT, re.S)
+_TRAILING_COMMA: Final = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")|,(?=[ \t\n\r]*[\]}])', re.S)
+_NOT_NEWLINE: Final = re.compile(r"[^\n]")
 _SCALAR = r'(?:"[^"\\]*(?:\\.[^"\\]*)*"|-?[0-9][0-9.eE+-]*|true|false|null)'
 # Where JSON-RPC peers put the id: first, after "jsonrpc" (and "method"), or last (the
 # TypeScript SDK writes responses as {"result":...,"jsonrpc":"2.0","id":...}).
@@ -138,6 +145,32 @@ def element_spans(text: str, start: int = 0) -> list[tuple[int, int]] | None:
         if text.startswith(",", i):
             i = _ws(text, i + 1)
     return spans
+
+
+def blank_jsonc(text: str) -> str:
+    """``text`` with its comments and trailing commas turned into spaces (line feeds kept).
+
+    The result has the same length, so every position in it (a parser's line and column,
+    a member's span) is the same position in ``text``. JSON with comments is what VS
+    Code's mcp.json allows.
+    """
+
+    def blank(m: re.Match[str]) -> str:
+        return m.group(1) or _NOT_NEWLINE.sub(" ", m.group())
+
+    return _TRAILING_COMMA.sub(blank, _JSONC_COMMENT.sub(blank, text))
+
+
+def loads_jsonc(text: str) -> Any:
+    """Parse JSON, or JSON with comments and trailing commas; raises json.JSONDecodeError
+    (positions hold for ``text``) and RecursionError as json.loads does."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        blanked = blank_jsonc(text)
+        if blanked == text:
+            raise
+    return json.loads(blanked)
 
 
 def compact_json(text: str) -> str:

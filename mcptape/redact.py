@@ -21,7 +21,9 @@ What counts as a secret (case-insensitive, ``_`` and ``-`` alike):
   with such a name (``docker run -e API_KEY=…``);
 - in any argument or value: URL user-info (``https://user:pass@host``), query
   parameters such as ``token=``, ``key=``, ``api_key=``, ``sig=``, and the
-  credentials after ``Bearer``/``Basic``/``Token``;
+  credentials after ``Bearer``/``Basic``/``Token``, and tokens whose format names
+  them (``ghp_…``, ``github_pat_…``, ``glpat-…``, ``xoxb-…``, ``sk-…``, ``sk_live_…``,
+  ``AIza…``, ``AKIA…``, JWTs);
 - headers: ``Authorization``, ``Proxy-Authorization`` (the scheme is kept:
   ``Bearer «redacted:…»``), ``Cookie``, ``Set-Cookie``, ``X-Api-Key``, ``Api-Key``,
   ``*-Token``, ``*-Key``, ``*-Secret`` and the names the user adds;
@@ -88,6 +90,21 @@ _QUERY_PARAM: Final = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&#;\s]+)=(?P<value
 _SCHEME_CREDENTIALS: Final = re.compile(
     r"(?i)\b(?:(?P<bearer>bearer)(?P<gap>\s+)(?P<cred>[A-Za-z0-9\-._~+/]+=*)"
     r"|(?P<scheme>basic|token)(?P<gap2>\s+)(?P<cred2>[A-Za-z0-9\-._~+/]{8,}=*))"
+)
+# Tokens whose format names them, wherever they stand (a bare argument, a value in a
+# path): a server started as `server-github ghp_…` must not put its token in the database.
+_KNOWN_TOKENS: Final = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:"
+    r"gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub
+    r"|github_pat_[A-Za-z0-9_]{30,}"
+    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|xox[abeprs]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|sk-[A-Za-z0-9_-]{20,}"  # OpenAI, Anthropic (sk-ant-…), DeepSeek…
+    r"|(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"  # Stripe
+    r"|AIza[A-Za-z0-9_-]{35}"  # Google API keys
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}"  # AWS access key ids
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # JWTs
+    r")(?![A-Za-z0-9_-])"
 )
 _HEADER_ARG: Final = re.compile(r"(?P<name>[A-Za-z0-9-]+)(?P<sep>\s*:\s*)(?P<value>.+)", re.S)
 _ENV_ARG: Final = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>.*)", re.S)
@@ -166,14 +183,16 @@ def redact_url(url: str) -> str:
 def redact_text(text: str) -> str:
     """Secrets recognisable inside free text: URLs (see :func:`redact_url`), the
     credentials after ``Bearer``/``Basic``/``Token``, a ``Header: value`` line naming
-    a secret header, a ``NAME=value`` pair naming a secret variable."""
+    a secret header, a ``NAME=value`` pair naming a secret variable, tokens in a
+    well-known format (GitHub, GitLab, Slack, OpenAI/Anthropic, Stripe, Google, AWS, JWT)."""
     m = _HEADER_ARG.fullmatch(text)
     if m and is_secret_header(m.group("name")):
         return m.group("name") + m.group("sep") + _header_value(m.group("name"), m.group("value"))
     m = _ENV_ARG.fullmatch(text)
     if m and is_secret_env_name(m.group("name")):
         return f"{m.group('name')}={_hide(m.group('value'))}"
-    return _SCHEME_CREDENTIALS.sub(_scheme_credentials, redact_url(text))
+    text = _SCHEME_CREDENTIALS.sub(_scheme_credentials, redact_url(text))
+    return _KNOWN_TOKENS.sub(lambda m: _hide(m.group()), text)
 
 
 def _scheme_credentials(m: re.Match[str]) -> str:

@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from mcptape import configedit
 from mcptape.configedit import REMOTE_KEYS, EditError
+from mcptape.jsontext import loads_jsonc
 from mcptape.wrapform import Wrapped, is_recorded, mcptape_launcher, parse_wrapped, tokens_of, wrapped_split
 
 __all__ = [
@@ -251,7 +252,7 @@ def rewrite_text(text: str, old: dict[str, Any], new: dict[str, Any], backup_tex
     backup: dict[str, Any] = {}
     if backup_text is not None:
         try:
-            backup = json.loads(backup_text)[_key(old)]
+            backup = loads_jsonc(backup_text)[_key(old)]
             backup_spans = configedit.server_entries(backup_text)
             backup_entries = {name: backup_text[a:b] for name, (a, b) in backup_spans.items()}
         except (ValueError, KeyError, TypeError, RecursionError, EditError):
@@ -265,7 +266,7 @@ def rewrite_text(text: str, old: dict[str, Any], new: dict[str, Any], backup_tex
         entry_text = text[spans[name][0] : spans[name][1]]
         edits[name] = _edit_entry(entry_text, before, entry, backup.get(name), backup_entries.get(name))
     result = configedit.splice(text, spans, edits)
-    if json.loads(result) != new:
+    if loads_jsonc(result) != new:
         raise EditError("the edited text does not read back as intended")
     return result
 

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mcptape.cli.main import cli
-from mcptape.cli.status import process_started_at, recorder_alive, status_label
+from mcptape.cli.status import process_ended, process_started_at, recorder_alive, status_label
 from mcptape.store import open_store
 from tests.conftest import MCPTAPE
 from tests.recording import Recording, query
@@ -67,6 +67,16 @@ def test_a_recorder_is_alive_only_if_its_pid_runs_and_started_before_the_session
     dead = subprocess.Popen(["true"])
     dead.wait()
     assert recorder_alive(dead.pid, time.time()) is False
+    # Killed but not reaped yet (its parent has not waited): a zombie is not a recorder.
+    zombie = subprocess.Popen(["sleep", "30"])
+    try:
+        zombie.send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not process_ended(zombie.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert recorder_alive(zombie.pid, time.time()) is False  # started before: only its state tells
+    finally:
+        zombie.wait()
     # A pid reused by a process that started after the session: not the recorder.
     reused = subprocess.Popen(["sleep", "30"])
     try:

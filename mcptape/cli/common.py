@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import errno
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import click
@@ -32,6 +34,29 @@ class Interrupted(click.ClickException):
 
     def show(self, file: Any = None) -> None:
         click.echo(f"mcptape: {self.format_message()}", err=True)
+
+
+class OutputError(click.ClickException):
+    """Our own output cannot be written (a full disk, an I/O error): one line, exit status 1."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"mcptape: error: {self.format_message()}", err=True)
+
+
+@contextlib.contextmanager
+def writing_output() -> Iterator[None]:
+    """Turn a failed write of our output into :class:`OutputError` instead of a traceback.
+
+    A closed pipe (``| head``) is left to click, which ends quietly.
+    """
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise
+        raise OutputError(f"cannot write the output: {exc.strerror or exc}") from None
 
 
 def db_option(func: F) -> F:

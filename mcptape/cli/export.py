@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, writing_output
 from mcptape.cli.safe_text import safe
 
 if TYPE_CHECKING:
@@ -147,7 +147,9 @@ def export(session: str, db: str | None, output: str) -> None:
             row = session_or_error(conn, session)
             frames = session_frames(conn, row["id"])
             if output == "-":
-                write_export(sys.stdout, frames, row["started_at"])
+                with writing_output():
+                    write_export(sys.stdout, frames, row["started_at"])
+                    sys.stdout.flush()
                 return
             count = write_private_file(output, lambda out: write_export(out, frames, row["started_at"]))
             noun = "frame" if count == 1 else "frames"

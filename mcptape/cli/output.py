@@ -14,6 +14,7 @@ import base64
 import csv
 import math
 import os
+import re
 import shutil
 import sys
 import unicodedata
@@ -36,6 +37,7 @@ _HELP: Final = {
 ELLIPSIS: Final = "…"
 _MIN_CUT_WIDTH: Final = 6
 _GAP: Final = "  "
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def output_options(func: F) -> F:
@@ -65,16 +67,20 @@ def emit(
     the others give up their width: those named in ``shrink_first`` in that order, each
     down to its minimum, then the widest first. JSON, NDJSON and CSV stream row by row.
     """
+    from mcptape.cli.common import writing_output
+
     out = file if file is not None else sys.stdout
-    if fmt == "table":
-        limit = width if width is not None else terminal_width()
-        write_table(out, rows, columns, limit, keep=keep, shrink_first=shrink_first)
-    elif fmt in ("json", "nl"):
-        write_json(out, rows, columns, lines=fmt == "nl")
-    elif fmt == "csv":
-        write_csv(out, rows, columns)
-    else:
-        raise ValueError(f"unknown output format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    with writing_output():
+        if fmt == "table":
+            limit = width if width is not None else terminal_width()
+            write_table(out, rows, columns, limit, keep=keep, shrink_first=shrink_first)
+        elif fmt in ("json", "nl"):
+            write_json(out, rows, columns, lines=fmt == "nl")
+        elif fmt == "csv":
+            write_csv(out, rows, columns)
+        else:
+            raise ValueError(f"unknown output format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        out.flush()
 
 
 def terminal_width() -> int | None:
@@ -126,6 +132,16 @@ def json_text(encoded: bytes) -> str:
     return text
 
 
+def json_with_surrogates(obj: dict[str, Any]) -> str:
+    """Compact JSON for ``obj`` whose strings hold lone surrogates (orjson refuses them): each
+    is written as its ``\\udXXX`` escape, so the line is UTF-8 and reads back to the same value."""
+    import json
+
+    text = json.dumps(obj, default=str, ensure_ascii=False, separators=(",", ":"))
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
 def write_json(out: IO[str], rows: Iterable[Sequence[Any]], columns: Sequence[str], *, lines: bool) -> None:
     """Write a JSON array of objects, or one object per line when ``lines``."""
     import orjson
@@ -135,7 +151,10 @@ def write_json(out: IO[str], rows: Iterable[Sequence[Any]], columns: Sequence[st
 
     def dump(row: Sequence[Any]) -> str:
         obj = {k: json_value(v) for k, v in zip(keys, row, strict=True)}
-        return json_text(orjson.dumps(obj, default=str, option=opts))
+        try:
+            return json_text(orjson.dumps(obj, default=str, option=opts))
+        except orjson.JSONEncodeError:
+            return json_with_surrogates(obj)
 
     if lines:
         for row in rows:
@@ -160,6 +179,9 @@ def csv_value(value: Any) -> Any:
             return base64.b64encode(data).decode("ascii")
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, str):
+        # CSV has no escapes: a lone surrogate (not UTF-8) is written as U+FFFD.
+        return _SURROGATE.sub("\ufffd", value)
     return value
 
 

@@ -6,7 +6,7 @@ in any of them can set the window title, clear the screen, rewrite earlier lines
 (with bidi overrides) make text read differently from what it is. Every human-readable
 output of mcptape goes through :func:`safe` (one line) or :func:`safe_lines` (several
 lines): control characters (C0, DEL, C1: ESC among them), Unicode line and paragraph
-separators and bidi formatting characters become the JSON-style escape ``\\uXXXX``
+separators, bidi formatting characters and lone surrogates become the JSON-style escape ``\\uXXXX``
 (``\\n``, ``\\r``, ``\\t`` for the common three), so nothing is hidden and nothing acts.
 Machine-readable output (JSON, CSV, export) keeps values whole and is left alone.
 """
@@ -18,7 +18,17 @@ from typing import Final
 # Bidi embeddings/overrides (U+202A-202E), isolates (U+2066-2069) and the invisible marks
 # (LRM, RLM, ALM): they reorder what a terminal shows ("Trojan Source").
 BIDI_CONTROLS: Final = (*range(0x202A, 0x202F), *range(0x2066, 0x206A), 0x200E, 0x200F, 0x061C)
-_UNSAFE: Final = (*range(0x20), 0x7F, *range(0x80, 0xA0), 0x2028, 0x2029, *BIDI_CONTROLS)
+# Lone UTF-16 surrogates (a JSON "\\ud800", argv that is not UTF-8) are escaped too: no
+# UTF-8 terminal can print them, and writing one raises.
+_UNSAFE: Final = (
+    *range(0x20),
+    0x7F,
+    *range(0x80, 0xA0),
+    0x2028,
+    0x2029,
+    *BIDI_CONTROLS,
+    *range(0xD800, 0xE000),
+)
 _ESCAPES: Final[dict[int, str]] = {code: f"\\u{code:04x}" for code in _UNSAFE} | {
     0x09: "\\t",
     0x0A: "\\n",

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, writing_output
 from mcptape.cli.safe_text import safe, safe_lines
-from mcptape.cli.summaries import _dict, compact, summarize_request, summarize_result
+from mcptape.cli.summaries import _dict, compact, count_of, summarize_request, summarize_result
 from mcptape.frames import encode_id
 
 if TYPE_CHECKING:
@@ -78,10 +78,14 @@ class Timeline:
 
     def frame_line(self, frame: StoredFrame) -> Line:
         """The line for one frame (in sequence order: a response after its request)."""
-        msg = frame.message() if frame.kind != "malformed" else None
+        msg = _lenient_message(frame) if frame.kind != "malformed" else None
         method = frame.method or ""
         summary = ""
-        if frame.kind in ("request", "notification"):
+        if msg is None and frame.kind != "malformed":
+            # Classified from its top level: nested deeper than any parser here goes.
+            method = frame.method or "?"
+            summary = f"JSON nested too deep to summarise ({count_of(frame.size, 'byte')})"
+        elif frame.kind in ("request", "notification"):
             self._note(frame.direction, msg)
             summary = summarize_request(frame.method, _dict(msg).get("params"))
         elif frame.kind in ("response", "error"):
@@ -108,6 +112,18 @@ class Timeline:
         if frame.origin == "proxy":
             summary = f"[proxy] {summary}"
         return Line(frame.ts, ARROWS.get(frame.direction, "?"), frame.kind, method, summary)
+
+
+def _lenient_message(frame: StoredFrame) -> Any:
+    """The frame's message for a summary, also when only the standard library reads it
+    (numbers beyond double range, lone surrogates); None when nothing does."""
+    msg = frame.message()
+    if msg is not None:
+        return msg
+    from mcptape.frames import parse
+
+    parsed = parse(frame.text.encode("utf-8", "surrogatepass"))
+    return parsed if isinstance(parsed, dict | list) else None
 
 
 def event_line(event: StoredEvent) -> Line:
@@ -257,7 +273,7 @@ def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) 
         raise UserError("--full and --json do not go together: --json always prints every message whole")
     store = open_for_reading(db)
     try:
-        with connect(store) as conn:
+        with writing_output(), connect(store) as conn:
             row = session_or_error(conn, session)
             out = sys.stdout
             if as_json:
@@ -265,6 +281,7 @@ def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) 
 
                 for frame in session_frames(conn, row["id"]):
                     out.write(json_text(orjson.dumps(frame_json(frame), default=str)) + "\n")
+                out.flush()
                 return
             width = None if full else terminal_width()
             known = row["protocol_version"] and row["client_name"] and row["server_name"]
@@ -286,6 +303,7 @@ def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) 
                 out.write((cut(text, width) if width else text) + "\n")
                 if line.body:
                     out.write(line.body)
+            out.flush()
     except SQLAlchemyError as exc:
         raise UserError(f"cannot read the recording: {database_message(exc)}") from None
     finally:

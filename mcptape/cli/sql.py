@@ -26,7 +26,8 @@ _FILE_SIGNS: Final = (
 def error_message(message: str, where: str) -> str:
     """The one-line error for a failed query, from the database's own message."""
     lowered = message.lower()
-    if "not authorized" in lowered:
+    # SQLite says "authorization denied" for what it refuses before asking (VACUUM INTO).
+    if "not authorized" in lowered or "authorization denied" in lowered:
         return (
             f"`mcptape sql` only reads the recording ({message}): writes, ATTACH, schema changes, "
             "pragma settings and load_extension are refused"

@@ -164,6 +164,24 @@ def _size(value: Any) -> int:
     return 24
 
 
+def sqlite_text(data: bytes) -> str | bytes:
+    """A TEXT value as Python text, whatever bytes it holds.
+
+    SQLite's JSON functions turn a JSON ``"\\ud800"`` (a lone surrogate a server may send)
+    into its 3-byte CESU form, which strict UTF-8 refuses: without this, one such log
+    message made every query over ``log_messages`` fail. Those come back as the lone
+    surrogate itself; other bytes that are not UTF-8 (``cast(x'ff' as text)``) as bytes.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return data
+
+
 def open_sqlite(path: Path, budget: Budget, *, busy_timeout_s: float = 5.0) -> sqlite3.Connection:
     """A read-only connection to the recording at ``path`` that can do nothing but read it."""
     conn = sqlite3.connect(
@@ -173,6 +191,7 @@ def open_sqlite(path: Path, budget: Budget, *, busy_timeout_s: float = 5.0) -> s
         isolation_level=None,
         check_same_thread=False,
     )
+    conn.text_factory = sqlite_text
     try:
         conn.execute("PRAGMA query_only = ON")
         # SQLite reads the file lazily: `select 1` would "work" on any file at all.

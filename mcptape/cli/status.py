@@ -61,17 +61,34 @@ def is_lost(status: str | None, recorder_alive: bool | None) -> bool:
     return status == "running" and recorder_alive is False
 
 
+def _stat_fields(pid: int, proc: Path) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name (field 3, the state, first)."""
+    stat = (proc / str(pid) / "stat").read_text()
+    # The command name (field 2) is in parentheses and may hold spaces: count after it.
+    return stat[stat.rindex(")") + 2 :].split()
+
+
+def process_ended(pid: int, proc: Path = Path("/proc")) -> bool:
+    """Whether ``pid`` is a process that has ended but whose parent has not reaped it yet.
+
+    A recorder killed with SIGKILL by a desktop client or a shell's ``timeout`` stays a
+    zombie until its parent waits for it: it still has its pid, but it is gone.
+    """
+    try:
+        return _stat_fields(pid, proc)[0] in ("Z", "X", "x")
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def process_started_at(pid: int, proc: Path = Path("/proc")) -> float | None:
     """When process ``pid`` started, in epoch seconds, from ``/proc``; None when unknown."""
     try:
-        stat = (proc / str(pid) / "stat").read_text()
+        fields = _stat_fields(pid, proc)
         boot = next(
             float(line.split()[1])
             for line in (proc / "stat").read_text().splitlines()
             if line.startswith("btime ")
         )
-        # The command name (field 2) is in parentheses and may hold spaces: count after it.
-        fields = stat[stat.rindex(")") + 2 :].split()
         ticks = int(fields[19])  # field 22, starttime, in clock ticks since boot
         return boot + ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, StopIteration):
@@ -94,5 +111,7 @@ def recorder_alive(pid: int | None, started_at: float) -> bool | None:
         pass  # another user's process: it exists
     except OSError:
         return None
+    if process_ended(pid):
+        return False
     started = process_started_at(pid)
     return not (started is not None and started > started_at + _START_SLACK_S)

@@ -7,7 +7,6 @@ diff. How an entry is wrapped and unwrapped, and how the file is written, is in
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -33,6 +32,7 @@ class _Config(NamedTuple):
 def _load(config: str | None) -> _Config:
     from mcptape.config import ConfigError, default_client_config_path, read_config_document
     from mcptape.configfile import backup_path, split_bom
+    from mcptape.jsontext import loads_jsonc
 
     path = Path(config) if config is not None else default_client_config_path()
     try:
@@ -44,7 +44,7 @@ def _load(config: str | None) -> _Config:
     backup_text, backup = None, None
     try:
         _, backup_text = split_bom(backup_path(path).read_bytes())
-        backup = json.loads(backup_text)
+        backup = loads_jsonc(backup_text)
     except (OSError, ValueError, RecursionError):
         backup_text = None
     return _Config(path, bom, text, document, backup_text, backup if isinstance(backup, dict) else None)
@@ -69,6 +69,7 @@ def _selection(document: dict[str, Any], only: tuple[str, ...]) -> frozenset[str
 
 def _apply(cfg: _Config, new_document: dict[str, Any], outcomes: list[Outcome], dry_run: bool) -> bool:
     """Show the diff or write the file, then print the summary; returns whether the file changed."""
+    from mcptape.cli.safe_text import safe, safe_lines
     from mcptape.configedit import EditError
     from mcptape.configfile import back_up, unified_diff, write_atomically
     from mcptape.wrapping import rewrite_text
@@ -79,22 +80,26 @@ def _apply(cfg: _Config, new_document: dict[str, Any], outcomes: list[Outcome], 
     except EditError as exc:
         raise UserError(f"cannot edit {path} in place ({exc}); nothing was written") from None
     out = sys.stderr if dry_run else sys.stdout
-    width = max((len(o.name) for o in outcomes), default=0)
-    for outcome in outcomes:
-        click.echo(f"  {outcome.action:<16} {outcome.name:<{width}}  {outcome.detail}".rstrip(), file=out)
+    # Names, commands and comments come from the file: an escape code in one must not
+    # drive the terminal.
+    names = [safe(o.name) for o in outcomes]
+    width = max(map(len, names), default=0)
+    for name, outcome in zip(names, outcomes, strict=True):
+        click.echo(f"  {outcome.action:<16} {name:<{width}}  {safe(outcome.detail)}".rstrip(), file=out)
+    shown = safe(str(path))
     if new == cfg.text:
-        click.echo(f"Nothing to change in {path}.", file=out)
+        click.echo(f"Nothing to change in {shown}.", file=out)
         return False
     if dry_run:
-        click.echo(unified_diff(cfg.text, new, path), nl=False)
+        click.echo(safe_lines(unified_diff(cfg.text, new, path)), nl=False)
         click.echo("Dry run: nothing written.", file=out)
         return False
     try:
-        click.echo(back_up(path), file=out)
+        click.echo(safe_lines(back_up(path)), file=out)
         write_atomically(path, cfg.bom + new.encode("utf-8"))
     except OSError as exc:
         raise UserError(f"cannot write {path}: {exc.strerror or exc}; check its permissions") from None
-    click.echo(f"Wrote {path}.", file=out)
+    click.echo(f"Wrote {shown}.", file=out)
     return True
 
 
@@ -152,7 +157,9 @@ def wrap(config: str | None, db: str | None, dry_run: bool, only: tuple[str, ...
 
             where = f"{default_db_path()} (the default; MCPTAPE_DB in the client's environment would win)"
         verb = "Recording into" if changed else "Would record into"
-        click.echo(f"{verb} {where}.", file=sys.stdout if changed else sys.stderr)
+        from mcptape.cli.safe_text import safe
+
+        click.echo(safe(f"{verb} {where}."), file=sys.stdout if changed else sys.stderr)
     if changed:
         click.echo("Restart the client to start recording.")
 

@@ -11,7 +11,9 @@ database here: :mod:`mcptape.store.writer` and :mod:`mcptape.store.engine` call 
 from __future__ import annotations
 
 import codecs
+import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -145,15 +147,25 @@ def session_values(fields: Mapping[str, Any]) -> dict[str, Any]:
             f"sessions has no column {', '.join(unknown)}; columns: {', '.join(sorted(SESSION_COLUMNS))}"
         )
     return {
-        name: orjson.dumps(value).decode() if isinstance(value, dict | list) else without_nul(value)
+        name: json_text(value) if isinstance(value, dict | list) else without_nul(value)
         for name, value in fields.items()
     }
 
 
+# NUL (PostgreSQL text refuses it) and lone UTF-16 surrogates (no UTF-8 can hold them:
+# sqlite3 and psycopg raise). Surrogates reach us from argv and paths that are not UTF-8
+# (Python decodes them with surrogateescape) and from JSON escapes such as "\ud800".
+_UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
+
+
 def without_nul(value: Any) -> Any:
-    """``value`` with each NUL character of a string turned into U+FFFD (PostgreSQL text refuses NUL)."""
-    if isinstance(value, str) and "\x00" in value:
-        return value.replace("\x00", "\ufffd")
+    """``value`` with each character no database text can hold (NUL, a lone surrogate) turned into U+FFFD.
+
+    A command line or session name that is not UTF-8 is recorded with U+FFFD where its
+    bytes were, instead of failing the whole session.
+    """
+    if isinstance(value, str):
+        return _UNSTORABLE.sub("\ufffd", value)
     return value
 
 
@@ -162,7 +174,12 @@ def json_text(value: object) -> str:
     try:
         return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
     except (TypeError, orjson.JSONEncodeError):
-        return orjson.dumps(repr(value)).decode()
+        pass
+    # json escapes what orjson refuses (a lone surrogate becomes "\\udcff", text again).
+    try:
+        return json.dumps(value, default=str, ensure_ascii=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return json.dumps(repr(value))
 
 
 def insert_sql(

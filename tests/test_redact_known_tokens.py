@@ -1,0 +1,64 @@
+"""Tokens whose format names them are redacted wherever they stand on a command line: a
+server started as `server-github ghp_…` put its token in the database as it was."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcptape.redact import PLACEHOLDER, placeholder, redact_argv, redact_env, redact_text
+from tests.conftest import MCPTAPE
+from tests.recording import query
+
+GITHUB = "ghp_" + "a1B2c3D4e5" * 4
+TOKENS = [
+    GITHUB,
+    "github_pat_" + "11ABCDEFG0" * 4,
+    "glpat-" + "x" * 20,
+    "xoxb-1234567890-abcdefghij",
+    "sk-ant-api03-" + "Zz9" * 10,
+    "sk-proj-" + "q" * 40,
+    "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+    "AIza" + "SyA-1234567890abcdefghijklmnopqrstu",
+    "AKIAIOSFODNN7EXAMPLE",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+]
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_a_known_token_is_redacted_bare_inside_a_path_and_in_env_values(token: str) -> None:
+    assert redact_argv(["srv", token]) == ["srv", placeholder(token)]
+    assert redact_argv(["srv", f"--root=/data/{token}/x"]) == ["srv", f"--root=/data/{placeholder(token)}/x"]
+    assert redact_env({"CONFIG": f"key {token};"}) == {"CONFIG": f"key {placeholder(token)};"}
+
+
+@pytest.mark.parametrize(
+    "word",
+    ["sk-learn", "task-management-server-for-teams", "desk-top-application-frameworks", "ghp_short", "AKIA"],
+)
+def test_words_that_only_look_like_a_token_prefix_are_kept(word: str) -> None:
+    assert redact_argv(["srv", word]) == ["srv", word]
+
+
+def test_a_redacted_token_is_not_redacted_again() -> None:
+    once = redact_text(f"Bearer {GITHUB}")
+    assert once == f"Bearer {placeholder(GITHUB)}"
+    assert redact_text(once) == once and PLACEHOLDER.search(once)
+
+
+def test_a_bare_token_on_the_servers_command_line_never_reaches_the_database(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    server = [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.readline())", GITHUB]
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    proc = subprocess.run(
+        [*MCPTAPE, "record", "--db", str(db), "--", *server], input=ping, capture_output=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    for file in tmp_path.iterdir():  # the WAL too
+        assert GITHUB.encode() not in file.read_bytes(), file
+    [(upstream,)] = query(db, "select upstream from sessions")
+    # Placeholders are keyed per process: the recorder's differs from ours.
+    assert GITHUB not in upstream and PLACEHOLDER.search(upstream)
