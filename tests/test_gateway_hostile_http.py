@@ -200,3 +200,43 @@ def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(monkeypatch: p
 
     cut, idle_cut = asyncio.run(main())
     assert cut and idle_cut
+
+
+def test_a_body_that_stops_arriving_is_a_408_not_a_handler_held_forever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aiohttp import web
+
+    from mcptape.config import UpstreamSpec
+    from mcptape.proxy.gateway import Gateway, GatewayConfig
+    from mcptape.proxy.http import bodies, listener
+
+    monkeypatch.setattr(bodies, "BODY_IDLE_S", 0.5)
+
+    async def main() -> bytes:
+        spec = UpstreamSpec(name="big", transport="stdio", command=[sys.executable, str(BIG)])
+        gateway = Gateway(GatewayConfig(registry={"big": spec}, token=None))
+        runner = listener.make_runner(gateway)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        gateway.bound(port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(
+            post_head(f"http://127.0.0.1:{port}", b"", len(INIT)).replace(b"demo", b"big") + INIT[:10]
+        )
+        await writer.drain()
+        answer = b""
+        while b"without more)" not in answer:  # the rest of the body never comes
+            chunk = await asyncio.wait_for(reader.read(4096), 20)
+            if not chunk:
+                break
+            answer += chunk
+        writer.close()
+        await runner.cleanup()
+        return answer
+
+    answer = asyncio.run(main())
+    assert answer.startswith(b"HTTP/1.1 408 ")
+    assert b"the request body stopped arriving (10 bytes" in answer

@@ -28,6 +28,7 @@ from mcptape.config import UpstreamSpec
 from mcptape.frames import Frame
 from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
 from mcptape.proxy.http import security
+from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.gateway_store import GatewayStore
 from mcptape.proxy.http.headers import PROTOCOL_VERSION, SESSION_ID, HeaderError, that_matter
 from mcptape.proxy.http.passthrough import WELL_KNOWN, PassThrough
@@ -322,7 +323,7 @@ class Gateway:
         passed = self._passed(request)
         if passed is not None:
             return await self._pass(request, passed)
-        body = await request.read()
+        body = await read_body(request)
         frame = Frame(body, "c2s", meta=self.frame_meta(request, "post"))
         sid = request.headers.get(SESSION_ID)
         headers: dict[str, str] = {}

@@ -35,6 +35,7 @@ from mcptape.config import UpstreamSpec
 from mcptape.frames import Frame
 from mcptape.proxy.addons import Outcome, SessionContext
 from mcptape.proxy.flow import Flow
+from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, that_matter
 from mcptape.proxy.http.security import TOKEN_HEADER
 from mcptape.proxy.http.sse import SseParser
@@ -140,7 +141,7 @@ class PassThrough:
     ) -> web.StreamResponse:
         assert spec.url is not None
         http = self._http or self._client()
-        body = await request.read() if request.method == "POST" else None
+        body = await read_body(request) if request.method == "POST" else None
         headers = upstream_headers(request.headers.items(), strip_auth, expand_headers(spec.headers))
         key_sid = request.headers.get(SESSION_ID)
         meta = {
