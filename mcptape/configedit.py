@@ -95,9 +95,17 @@ def _element_separator(entry: str, start: int, elements: list[tuple[int, int]]) 
 
 
 def _apply(text: str, edits: list[Edit]) -> str:
-    for start, end, replacement in sorted(edits, reverse=True):
-        text = text[:start] + replacement + text[end:]
-    return text
+    # One pass that joins the pieces: splicing edit by edit copied the whole text each
+    # time, and wrapping a config of 100,000 entries took most of an hour.
+    pieces: list[str] = []
+    done = 0
+    for start, end, replacement in sorted(edits):
+        if start < done:
+            raise EditError("two edits overlap")
+        pieces += (text[done:start], replacement)
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
 
 
 def wrap_command(entry: str, command: str, prefix: list[str]) -> str:

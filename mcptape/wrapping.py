@@ -22,8 +22,10 @@ import shlex
 from typing import Any, NamedTuple
 
 from mcptape import configedit
+from mcptape.config import url_problem
 from mcptape.configedit import REMOTE_KEYS, EditError
 from mcptape.jsontext import loads_jsonc
+from mcptape.redact import redact_argv, redact_url
 from mcptape.wrapform import Wrapped, is_recorded, mcptape_launcher, parse_wrapped, tokens_of, wrapped_split
 
 __all__ = [
@@ -114,16 +116,23 @@ def wrap_servers(
             outcomes.append(Outcome(name, "skipped", f"not an object: {entry!r}"))
             continue
         if is_recorded(entry):
-            outcomes.append(Outcome(name, "already wrapped", shlex.join(tokens_of(entry) or [])))
+            outcomes.append(Outcome(name, "already wrapped", _shown(tokens_of(entry) or [])))
             continue
         target = _remote(entry)
         if target is not None:
             if not remote:
-                outcomes.append(Outcome(name, "left alone", f"{target[0]} (remote; --remote records it too)"))
+                outcomes.append(
+                    Outcome(name, "left alone", f"{redact_url(target[0])} (remote; --remote records it too)")
+                )
+                continue
+            problem = url_problem(target[0])
+            if problem is not None:
+                # `record --url` would refuse it: the client would lose the entry at its next start.
+                outcomes.append(Outcome(name, "skipped", redact_url(problem)))
                 continue
             args = remote_record_args(name, db, *target)
             servers[name] = _with_command(entry, launcher[0], [*launcher[1:], *args], REMOTE_KEYS)
-            outcomes.append(Outcome(name, "wrapped", target[0]))
+            outcomes.append(Outcome(name, "wrapped", redact_url(target[0])))
             continue
         if "url" in entry or "serverUrl" in entry:
             outcomes.append(Outcome(name, "skipped", "a url entry of an unknown type"))
@@ -144,8 +153,14 @@ def wrap_servers(
             *tokens,
         ]
         servers[name] = _with_command(entry, launcher[0], [*launcher[1:], *record], ())
-        outcomes.append(Outcome(name, "wrapped", shlex.join(tokens)))
+        outcomes.append(Outcome(name, "wrapped", _shown(tokens)))
     return {**document, key: servers}, outcomes
+
+
+def _shown(tokens: list[str]) -> str:
+    """A command line for the summary: shell-quoted, its secrets redacted (it goes to a
+    terminal or a CI log; the file keeps them)."""
+    return shlex.join(redact_argv(tokens))
 
 
 def _unwrap_entry(entry: dict[str, Any], wrapped: Wrapped, backup_entry: Any) -> dict[str, Any]:
@@ -228,7 +243,7 @@ def unwrap_servers(
         backup_entry = backed_up.get(name) if isinstance(backed_up, dict) else None
         servers[name] = _unwrap_entry(entry, wrapped, backup_entry)
         tokens = tokens_of(entry) or []
-        restored = wrapped.url or "" if wrapped.cut is None else shlex.join(tokens[wrapped.cut :])
+        restored = redact_url(wrapped.url or "") if wrapped.cut is None else _shown(tokens[wrapped.cut :])
         outcomes.append(Outcome(name, "unwrapped", restored))
     return {**document, key: servers}, outcomes
 

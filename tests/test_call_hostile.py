@@ -131,3 +131,22 @@ def test_a_timeout_names_what_the_server_sent_that_answered_nothing(tmp_path: Pa
     assert "meanwhile the server sent 2 message(s) that answer nothing" in done.stderr
     assert "a reply to id other, which was never asked" in done.stderr
     assert "\x1b" not in done.stderr
+
+
+def test_a_script_on_stdin_when_stdin_is_closed_is_a_one_line_error(tmp_path: Path) -> None:
+    import os
+
+    argv = [*MCPTAPE, "call", "--no-record", "--script", "-", "--", sys.executable, "-c", "pass"]
+    done = subprocess.run(
+        argv,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: os.close(0),
+    )
+    assert done.returncode == 1, done.stderr
+    assert (
+        done.stderr
+        == "mcptape: error: --script -: stdin is closed; give the steps on stdin or --script FILE\n"
+    )

@@ -115,3 +115,12 @@ def test_a_config_that_is_not_utf8_is_a_one_line_error_saying_so(tmp_path: Path)
         "is not UTF-8 text (byte 0xe9 at offset",
         "save it as UTF-8",
     )
+
+
+@pytest.mark.parametrize(
+    "command", [("servers", "--config"), ("record", "--upstream", "x", "--config"), ("wrap",)]
+)
+def test_a_config_path_that_is_a_directory_is_a_one_line_error(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    assert_one_line_error(_mcptape(*command, str(tmp_path)), f"config file {tmp_path} is a directory")

@@ -3,12 +3,15 @@ requests aiohttp cannot parse, and a session that asks for many large answers.""
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import re
 import socket
 import sys
 from pathlib import Path
+
+import pytest
 
 from mcptape.proxy.http.server import KEEP_CLOSED_BYTES
 from tests.gateway_proc import GatewayProcess
@@ -156,3 +159,84 @@ def test_a_remote_entry_whose_header_has_a_line_break_is_a_502_naming_it(tmp_pat
     finally:
         gateway.stop()
     assert "Traceback" not in gateway.stderr
+
+
+def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiohttp import web
+
+    from mcptape.proxy.gateway import Gateway, GatewayConfig
+    from mcptape.proxy.http import listener
+
+    monkeypatch.setattr(listener, "CONNECTION_IDLE_S", 0.5)
+
+    async def main() -> tuple[bool, bool]:
+        gateway = Gateway(GatewayConfig(registry={}))
+        runner = listener.make_runner(gateway)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        slow_reader, slow = await asyncio.open_connection("127.0.0.1", port)
+        idle_reader, idle = await asyncio.open_connection("127.0.0.1", port)
+        head = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: ".encode() + b"a" * 1000
+        cut = False
+        for i in range(len(head)):  # a byte every 20 ms: 20 s if it is never cut
+            slow.write(head[i : i + 1])
+            try:
+                await asyncio.wait_for(slow.drain(), 1)
+                if await asyncio.wait_for(slow_reader.read(100), 0.02) == b"":
+                    cut = True
+                    break
+            except TimeoutError:
+                continue
+            except ConnectionError:
+                cut = True
+                break
+        idle_cut = await asyncio.wait_for(idle_reader.read(100), 10) == b""
+        slow.close()
+        idle.close()
+        await runner.cleanup()
+        return cut, idle_cut
+
+    cut, idle_cut = asyncio.run(main())
+    assert cut and idle_cut
+
+
+def test_a_body_that_stops_arriving_is_a_408_not_a_handler_held_forever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aiohttp import web
+
+    from mcptape.config import UpstreamSpec
+    from mcptape.proxy.gateway import Gateway, GatewayConfig
+    from mcptape.proxy.http import bodies, listener
+
+    monkeypatch.setattr(bodies, "BODY_IDLE_S", 0.5)
+
+    async def main() -> bytes:
+        spec = UpstreamSpec(name="big", transport="stdio", command=[sys.executable, str(BIG)])
+        gateway = Gateway(GatewayConfig(registry={"big": spec}, token=None))
+        runner = listener.make_runner(gateway)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        gateway.bound(port)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(
+            post_head(f"http://127.0.0.1:{port}", b"", len(INIT)).replace(b"demo", b"big") + INIT[:10]
+        )
+        await writer.drain()
+        answer = b""
+        while b"without more)" not in answer:  # the rest of the body never comes
+            chunk = await asyncio.wait_for(reader.read(4096), 20)
+            if not chunk:
+                break
+            answer += chunk
+        writer.close()
+        await runner.cleanup()
+        return answer
+
+    answer = asyncio.run(main())
+    assert answer.startswith(b"HTTP/1.1 408 ")
+    assert b"the request body stopped arriving (10 bytes" in answer

@@ -69,3 +69,56 @@ def test_report_paths_that_cannot_be_written_are_said_before_anything_is_replaye
     for flags, says in cases:
         assert_one_line_error(run("replay", "--file", str(good), *flags, "--", *server, db=db), says)
     assert not marker.exists()
+
+
+def test_junit_xml_stays_well_formed_whatever_the_recording_holds(tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    hostile = "evil\x1b[2J\x00\x07\ufffe\uffff\x0b"
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    answer = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "serverInfo": {"name": hostile, "version": "1"},
+        },
+    }
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "w" + hostile, "arguments": {}},
+    }
+    reply = {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": hostile}]}}
+    lines = [("c2s", init), ("s2c", answer), ("c2s", call), ("s2c", reply)]
+    tape = tmp_path / "hostile.jsonl"
+    # ensure_ascii=False: the characters stand raw in the file, as a server could have sent them.
+    tape.write_text(
+        "".join(
+            json.dumps({"dir": d, "t": 0.0, "frame": json.dumps(m, ensure_ascii=False)}, ensure_ascii=False)
+            + "\n"
+            for d, m in lines
+        ),
+        encoding="utf-8",
+    )
+    junit = tmp_path / "junit.xml"
+    done = run(
+        "replay", "--file", str(tape), "--no-record", "--junit", str(junit), "--", *DEMO, db=tmp_path / "x.db"
+    )
+    assert done.returncode == 1, done.stderr
+    root = ET.parse(junit).getroot()
+    failures = root.findall(".//failure")
+    assert failures and any("\\u001b[2J" in (f.text or "") for f in failures)
+    names = [case.get("name") or "" for case in root.iter("testcase")]
+    assert any("\\ufffe" in name for name in names), names

@@ -25,7 +25,6 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
     "--config",
     "config_path",
     metavar="FILE",
-    type=click.Path(dir_okay=False),
     help="An mcpServers config file whose entries --upstream may name.",
 )
 @click.option(

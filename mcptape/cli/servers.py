@@ -15,7 +15,6 @@ COLUMNS = ("name", "transport", "source", "target")
     "--config",
     "config_path",
     metavar="FILE",
-    type=click.Path(dir_okay=False),
     help="An mcpServers config file (the format desktop clients use); its entries come first.",
 )
 @output_options
@@ -34,20 +33,23 @@ def servers(config_path: str | None, fmt: str) -> None:
       mcptape servers --config ~/.config/Claude/claude_desktop_config.json --json
     """
     from mcptape.cli.output import emit
-    from mcptape.config import ConfigError, builtin_upstreams, known_upstreams, read_registry
+    from mcptape.config import ConfigError, builtin_upstreams, read_registry
 
     try:
-        known = known_upstreams(config_path)
-        problems = read_registry(config_path).problems if config_path is not None else {}
+        # Read once: a config of many thousand entries is parsed and redacted once, not twice.
+        registry = read_registry(config_path) if config_path is not None else None
     except ConfigError as exc:
         raise UserError(str(exc)) from exc
+    configured = registry.specs if registry is not None else {}
     builtins = builtin_upstreams()
+    known = {**configured, **{name: spec for name, spec in builtins.items() if name not in configured}}
     rows: list[tuple[str, str, str, str]] = []
     for name, spec in known.items():
         source = "built-in" if name in builtins and spec == builtins[name] else str(config_path)
-        rows.append((name, spec.transport, source, _safe(spec.describe(), spec.url is not None)))
+        # describe() gives the command line or URL with its secrets already redacted.
+        rows.append((name, spec.transport, source, spec.describe()))
     prefix = f"{config_path}: server {{!r}}"
-    for name, problem in problems.items():
+    for name, problem in (registry.problems if registry is not None else {}).items():
         # The complaint without its "FILE: server 'x'" lead, which the row already says.
         reason = problem.removeprefix(prefix.format(name)).lstrip(" :")
         rows.append((name, "invalid", str(config_path), reason))

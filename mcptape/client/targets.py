@@ -16,7 +16,12 @@ from mcptape.client.session import Target
 def read_script(path: str) -> str:
     """The text of ``--script FILE`` (``-``: stdin)."""
     if path == "-":
-        return sys.stdin.read()
+        if sys.stdin is None:  # started with stdin closed (`<&-`)
+            raise ValidationError("--script -: stdin is closed; give the steps on stdin or --script FILE")
+        try:
+            return sys.stdin.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValidationError(f"--script -: cannot read stdin: {exc}") from None
     try:
         with open(path, encoding="utf-8") as file:
             return file.read()

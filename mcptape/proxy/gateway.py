@@ -28,6 +28,7 @@ from mcptape.config import UpstreamSpec
 from mcptape.frames import Frame
 from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
 from mcptape.proxy.http import security
+from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.gateway_store import GatewayStore
 from mcptape.proxy.http.headers import PROTOCOL_VERSION, SESSION_ID, HeaderError, that_matter
 from mcptape.proxy.http.passthrough import WELL_KNOWN, PassThrough
@@ -41,6 +42,8 @@ from mcptape.proxy.relay import Relay
 if TYPE_CHECKING:
     from mcptape.rules import Rules
 
+# How the request carried the gateway's token: "authorization" (consumed) or "own-header".
+AUTH_VIA = web.RequestKey("auth_via", str)
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -136,8 +139,8 @@ class Gateway:
         app.router.add_post("/servers/{name}/mcp", self._mcp_post)
         app.router.add_get("/servers/{name}/mcp", self._mcp_get)
         app.router.add_delete("/servers/{name}/mcp", self._mcp_delete)
-        app.router.add_get("/servers/{name}/sse", lambda request: sse_get(self, request))
-        app.router.add_post("/servers/{name}/messages", lambda request: sse_post(self, request))
+        app.router.add_get("/servers/{name}/sse", self._sse_get)
+        app.router.add_post("/servers/{name}/messages", self._sse_post)
         app.router.add_get(WELL_KNOWN + "/servers/{name}/mcp", self._protected_resource)
         return app
 
@@ -171,13 +174,19 @@ class Gateway:
             return error_response(404, f"nothing is served at {request.path!r}")
         if name not in self.config.registry:
             return error_response(404, f"no upstream named {name!r} is registered")
-        request["auth_via"] = auth.via
+        request[AUTH_VIA] = auth.via or ""
         try:
             return await handler(request)
         except UpstreamUnavailable as exc:
             return error_response(502, str(exc))
         except SessionLimit as exc:
             return error_response(503, str(exc), {"Retry-After": "5"})
+
+    async def _sse_get(self, request: web.Request) -> web.StreamResponse:
+        return await sse_get(self, request)
+
+    async def _sse_post(self, request: web.Request) -> web.StreamResponse:
+        return await sse_post(self, request)
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
@@ -210,7 +219,7 @@ class Gateway:
         name = request.match_info["name"]
         spec = self.config.registry[name]
         # The client's own Authorization reaches the upstream only when our token came another way.
-        forward = request.headers.get("Authorization") if request.get("auth_via") != "authorization" else None
+        forward = request.headers.get("Authorization") if request.get(AUTH_VIA) != "authorization" else None
         transport = f"{kind}->{spec.transport}"
         recorder = Recorder()
         context = SessionContext(None, "proxy", transport, self.store.describe(spec), name)
@@ -289,7 +298,7 @@ class Gateway:
     async def _pass(self, request: web.Request, spec: UpstreamSpec) -> web.StreamResponse:
         import aiohttp
 
-        strip = request.get("auth_via") == "authorization"
+        strip = request.get(AUTH_VIA) == "authorization"
         try:
             return await self.passthrough.forward(
                 request, request.match_info["name"], spec, strip, self._gateway_url(request)
@@ -314,7 +323,7 @@ class Gateway:
         passed = self._passed(request)
         if passed is not None:
             return await self._pass(request, passed)
-        body = await request.read()
+        body = await read_body(request)
         frame = Frame(body, "c2s", meta=self.frame_meta(request, "post"))
         sid = request.headers.get(SESSION_ID)
         headers: dict[str, str] = {}

@@ -10,6 +10,7 @@ guaranteed) and the server-initiated requests made meanwhile.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -266,6 +267,20 @@ def report_json(results: Sequence[SessionResult]) -> dict[str, Any]:
     }
 
 
+# Characters XML 1.0 cannot carry at all, even as references: a recording's names and values
+# may hold them, and one makes the whole JUnit file unreadable to the CI that parses it.
+_NOT_XML: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_chars(text: str) -> str:
+    """``text`` with each character XML 1.0 forbids written as ``\\uXXXX``."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _attr(text: str) -> str:
+    return quoteattr(_xml_chars(text))
+
+
 def report_junit(results: Sequence[SessionResult]) -> str:
     """JUnit XML: one test suite per recording, one test case per exchange."""
     out = ['<?xml version="1.0" encoding="UTF-8"?>', "<testsuites>"]
@@ -273,18 +288,18 @@ def report_junit(results: Sequence[SessionResult]) -> str:
         failures = len(r.failed)
         errors = 1 if r.error else 0
         out.append(
-            f"  <testsuite name={quoteattr(r.source)} tests={quoteattr(str(len(r.exchanges) or errors))} "
+            f"  <testsuite name={_attr(r.source)} tests={quoteattr(str(len(r.exchanges) or errors))} "
             f'failures="{failures}" errors="{errors}">'
         )
         if r.error:
-            out.append(f'    <testcase name="replay" classname={quoteattr(r.source)}>')
-            out.append(f"      <error message={quoteattr(r.error)}/>")
+            out.append(f'    <testcase name="replay" classname={_attr(r.source)}>')
+            out.append(f"      <error message={_attr(r.error)}/>")
             out.append("    </testcase>")
         for e in r.exchanges:
-            out.append(f"    <testcase name={quoteattr(e.label())} classname={quoteattr(r.source)}>")
+            out.append(f"    <testcase name={_attr(e.label())} classname={_attr(r.source)}>")
             if e.status != MATCH:
                 text = "\n".join(format_exchange(e))
-                out.append(f"      <failure message={quoteattr(e.status)}>{escape(text)}</failure>")
+                out.append(f"      <failure message={_attr(e.status)}>{escape(_xml_chars(text))}</failure>")
             out.append("    </testcase>")
         out.append("  </testsuite>")
     out.append("</testsuites>")

@@ -14,6 +14,7 @@ from mcptape.proxy.gateway import Gateway, GatewayConfig
 from mcptape.say import say as _say
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+CONNECTION_IDLE_S = 60.0  # a connection with no request under way, or one half sent, is closed after it
 
 
 async def announce_and_wait(lines: list[str], config: GatewayConfig, announce_token: str | None) -> str:
@@ -58,6 +59,20 @@ def one_line_bad_http(record: logging.LogRecord) -> bool:
     return True
 
 
+def make_runner(gateway: Gateway) -> web.AppRunner:
+    """The gateway's app, ready to set up, with the connection limits a hostile client meets."""
+    server_log = logging.getLogger("aiohttp.server")
+    if one_line_bad_http not in server_log.filters:
+        server_log.addFilter(one_line_bad_http)
+    # handler_cancellation: a client that goes away ends its SSE handler at once.
+    # keepalive_timeout: aiohttp's default keeps a connection that has not finished sending a
+    # request for an hour, so a client sending its headers a byte a second (slowloris) holds
+    # a connection, and a descriptor, that long. Streams being answered are not affected.
+    return web.AppRunner(
+        gateway.app(), handler_cancellation=True, access_log=None, keepalive_timeout=CONNECTION_IDLE_S
+    )
+
+
 async def serve_gateway(
     gateway: Gateway,
     config: GatewayConfig,
@@ -69,11 +84,7 @@ async def serve_gateway(
 
     Returns what stopped it, or None when it could not listen (said on stderr).
     """
-    server_log = logging.getLogger("aiohttp.server")
-    if one_line_bad_http not in server_log.filters:
-        server_log.addFilter(one_line_bad_http)
-    # handler_cancellation: a client that goes away ends its SSE handler at once.
-    runner = web.AppRunner(gateway.app(), handler_cancellation=True, access_log=None)
+    runner = make_runner(gateway)
     await runner.setup()
     site = web.TCPSite(runner, config.host, config.port, shutdown_timeout=1.0)
     try:

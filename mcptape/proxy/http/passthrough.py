@@ -35,6 +35,7 @@ from mcptape.config import UpstreamSpec
 from mcptape.frames import Frame
 from mcptape.proxy.addons import Outcome, SessionContext
 from mcptape.proxy.flow import Flow
+from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, that_matter
 from mcptape.proxy.http.security import TOKEN_HEADER
 from mcptape.proxy.http.sse import SseParser
@@ -140,7 +141,7 @@ class PassThrough:
     ) -> web.StreamResponse:
         assert spec.url is not None
         http = self._http or self._client()
-        body = await request.read() if request.method == "POST" else None
+        body = await read_body(request) if request.method == "POST" else None
         headers = upstream_headers(request.headers.items(), strip_auth, expand_headers(spec.headers))
         key_sid = request.headers.get(SESSION_ID)
         meta = {
@@ -227,8 +228,18 @@ class PassThrough:
                             pending = recorder.frame_done(Flow(frame))
                             if pending is not None:
                                 await pending
-                elif len(copy) < MAX_JSON_COPY and not overflowed:
-                    copy += chunk
+                elif not overflowed:
+                    if len(copy) + len(chunk) > MAX_JSON_COPY:
+                        # A cut copy would be recorded as a malformed frame the server never sent.
+                        overflowed, copy = True, bytearray()
+                        recorder.event(
+                            session.context,
+                            "error",
+                            f"an answer larger than {MAX_JSON_COPY} bytes was forwarded whole but not recorded",
+                            None,
+                        )
+                    else:
+                        copy += chunk
                 if last:
                     break
             if parser is None and copy.strip() and ctype.startswith("application/json"):

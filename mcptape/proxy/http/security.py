@@ -52,10 +52,21 @@ def origin_allowed(origin: str | None, hosts: frozenset[str], extra_origins: Ite
         return True
     if origin in set(extra_origins):
         return True
-    parts = urlsplit(origin)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts = urlsplit(origin)  # raises on a broken IPv6 literal ("http://[::1")
+    except ValueError:
         return False
-    return parts.netloc.lower() in hosts
+    if parts.scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
+        return False
+    try:
+        # An origin without a port is on the scheme's default port: `http://127.0.0.1` is
+        # another site than the gateway on 127.0.0.1:8808 (a Host may omit the port; an
+        # origin means it).
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{host}:{port}".lower() in hosts
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from mcptape.frames import Frame
+from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.server import SseSessionLink
 from mcptape.proxy.http.sse import encode_event
 from mcptape.proxy.link import LinkClosed
@@ -49,7 +50,7 @@ async def sse_post(gateway: Gateway, request: web.Request) -> web.StreamResponse
     session = gateway.sessions.get(sid)
     if session is None or not isinstance(session.link, SseSessionLink):
         return error_response(404, f"session {sid!r} does not exist (it ended or expired)")
-    body = await request.read()
+    body = await read_body(request)
     frame = Frame(body, "c2s", meta=gateway.frame_meta(request, "sse-endpoint"))
     try:
         await session.link.receive(frame)
