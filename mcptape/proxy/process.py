@@ -37,6 +37,7 @@ COALESCE_LINES = 16  # more lines than this in one read become one event
 COALESCE_BYTES = 64 << 10
 STDERR_RATE = 1 << 20  # bytes of stderr recorded per second, beyond a burst of 4x
 ECHO_QUEUE = 1 << 20
+HOLD_LINE = 1 << 20  # bytes of one stderr line held before it is passed on in pieces
 POLL_S = 0.005
 # Waits at shutdown look again after 0.5 ms, then twice as long each time up to POLL_S: a
 # server that exits at once on end of input is seen within about a millisecond, not 5.
@@ -115,6 +116,10 @@ class _Stderr:
 
     def _run(self) -> None:
         splitter = LineSplitter()
+        # A line longer than HOLD_LINE is passed on in pieces as it arrives (echoed whole,
+        # recorded by its head): holding a 300 MB line without a newline held it twice.
+        long_head: bytes | None = None
+        long_size = 0
         try:
             while True:
                 try:
@@ -126,8 +131,21 @@ class _Stderr:
                     rest = splitter.finish()
                     if rest is not None:
                         lines.append(rest)
+                if long_head is not None and (lines or not chunk):
+                    end = lines.pop(0) if lines else b""
+                    self._queue_echo([end + b"\n"])
+                    self._record([(long_head, long_size + len(end))])
+                    long_head = None
                 if lines:
                     self._lines(lines)
+                if splitter.pending() > HOLD_LINE:
+                    piece = splitter.finish() or b""
+                    if long_head is None:
+                        long_head, long_size = piece[:MAX_STDERR_LINE], 0
+                        self.tail.append(piece[:1024].decode("utf-8", errors="replace"))
+                    long_size += len(piece)
+                    self._queue_echo([piece])
+                    del piece
                 if not chunk:
                     return
         finally:
@@ -140,23 +158,27 @@ class _Stderr:
         for line in lines[-STDERR_TAIL:]:
             self.tail.append(line[:1024].decode("utf-8", errors="replace"))
         if self._echo is not None:
-            self._queue_echo(lines)
+            self._queue_echo([line + b"\n" for line in lines])
+        self._record([(line, len(line)) for line in lines])
+
+    def _record(self, lines: list[tuple[bytes, int]]) -> None:
+        """Record lines given as (their first bytes, at least MAX_STDERR_LINE of them; their size)."""
         now = time.monotonic()
         self._budget = min(STDERR_RATE * 4.0, self._budget + (now - self._budget_at) * STDERR_RATE)
         self._budget_at = now
         texts: list[str] = []
-        for line in lines:
-            cut = len(line) > MAX_STDERR_LINE
-            size = min(len(line), MAX_STDERR_LINE)
+        for line, length in lines:
+            cut = length > MAX_STDERR_LINE
+            size = min(length, MAX_STDERR_LINE)
             if self._budget < size:
                 self._cut_lines += 1
-                self._cut_bytes += len(line)
+                self._cut_bytes += length
                 continue
             self._budget -= size
             text = line[:MAX_STDERR_LINE].decode("utf-8", errors="replace")
             if cut:
-                text += f" … [{len(line) - MAX_STDERR_LINE} bytes cut]"
-                self._cut_bytes += len(line) - MAX_STDERR_LINE
+                text += f" … [{length - MAX_STDERR_LINE} bytes cut]"
+                self._cut_bytes += length - MAX_STDERR_LINE
             texts.append(text)
         if self._cut_lines and self._budget > STDERR_RATE:
             self._report_cut()
@@ -186,15 +208,17 @@ class _Stderr:
                 {"lines": lines, "bytes": size},
             )
 
-    def _queue_echo(self, lines: list[bytes]) -> None:
-        assert self._echo is not None
+    def _queue_echo(self, pieces: list[bytes]) -> None:
+        """Queue bytes for our stderr (each piece as it is: lines carry their newline)."""
+        if self._echo is None:
+            return
         with self._echo_cv:
-            for line in lines:
+            for piece in pieces:
                 if self._echo_bytes > ECHO_QUEUE:
-                    self._echo_dropped += 1
+                    self._echo_dropped += piece.count(b"\n") or 1
                     continue
-                self._echo.append(line)
-                self._echo_bytes += len(line) + 1
+                self._echo.append(piece)
+                self._echo_bytes += len(piece)
             self._echo_cv.notify()
 
     def _echo_run(self) -> None:
@@ -212,14 +236,15 @@ class _Stderr:
                 dropped, self._echo_dropped = self._echo_dropped, 0
             if out is None:
                 continue
-            data = b"\n".join(batch) + b"\n"
-            if dropped:
-                data += (
-                    f"mcptape: {dropped} stderr lines of the server not shown (our stderr is slow)\n".encode()
-                )
             with contextlib.suppress(OSError, ValueError):
-                out.write(data)
+                for piece in batch:  # a long line's pieces are not joined into one more copy
+                    out.write(piece)
+                if dropped:
+                    out.write(
+                        f"mcptape: {dropped} stderr lines of the server not shown (our stderr is slow)\n".encode()
+                    )
                 out.flush()
+            del batch
 
 
 class ProcessLink(FdLink):
