@@ -48,8 +48,17 @@ def _release_large(held: list[tuple[str, tuple[Any, ...]]]) -> None:
 class Recorder:
     """Queues frames and events to the store's writer; applies back-pressure when it falls behind."""
 
-    def __init__(self, writer: Writer | None = None, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        writer: Writer | None = None,
+        session_id: str | None = None,
+        *,
+        forwards_without_store: bool = True,
+    ) -> None:
         self.writer = writer
+        # Whether the session goes on when the store fails (record --on-store-error forward,
+        # every other mode) or stops (record's default): what the warning says.
+        self.forwards_without_store = forwards_without_store
         self.session_id = session_id
         self.seq = 0
         self.failure: str | None = None  # why recording stopped, said once on stderr
@@ -96,10 +105,12 @@ class Recorder:
     def _warn(self, why: str) -> None:
         if self.failure is None:
             self.failure = why
-            print(
-                f"mcptape: error: {why}; frames are still forwarded but are not being recorded",
-                file=sys.stderr,
+            going_on = (
+                "frames are still forwarded but are not being recorded"
+                if self.forwards_without_store
+                else "stopping (--on-store-error forward keeps forwarding without recording)"
             )
+            print(f"mcptape: error: {why}; {going_on}", file=sys.stderr)
 
     def _apply(self, op: str, args: tuple[Any, ...]) -> None:
         writer = self.writer

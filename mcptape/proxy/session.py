@@ -62,7 +62,7 @@ def _redacted(argv: list[str], description: str) -> tuple[list[str], str]:
 async def run_record(plan: RecordPlan) -> int:
     """Run one recorded stdio session; returns mcptape's exit status."""
     safe_argv, description = _redacted(plan.argv, plan.description)
-    recorder = Recorder()
+    recorder = Recorder(forwards_without_store=plan.on_store_error != "fail")
     transport = plan.transport
     session = SessionContext(None, "record", transport, description, plan.name)
     injector = None
