@@ -36,6 +36,24 @@ class SessionRow:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+_SWEPT: set[str] = set()
+_SWEPT_LOCK = threading.Lock()
+
+
+def _close_lost_once(store: Store) -> None:
+    """Close the sessions a killed recorder left running in this file (once per process and file)."""
+    with _SWEPT_LOCK:
+        if store.where in _SWEPT:
+            return
+        _SWEPT.add(store.where)
+    try:
+        from mcptape.store.lost import close_lost_sessions
+
+        close_lost_sessions(store)
+    except Exception:  # a housekeeping step: never a reason not to record (a locked file, say)
+        pass
+
+
 class BackgroundStore:
     """Opens ``db`` on a thread, creates the session row and attaches ``recorder``."""
 
@@ -62,6 +80,7 @@ class BackgroundStore:
             try:
                 store = open_store(self.db)
                 self.store = store
+                _close_lost_once(store)
                 session_id = store.create_session(
                     mode=self.row.mode,
                     name=self.row.name,
