@@ -62,3 +62,29 @@ def test_a_bare_token_on_the_servers_command_line_never_reaches_the_database(tmp
     [(upstream,)] = query(db, "select upstream from sessions")
     # Placeholders are keyed per process: the recorder's differs from ours.
     assert GITHUB not in upstream and PLACEHOLDER.search(upstream)
+
+
+def test_secrets_a_server_prints_on_stderr_never_reach_the_database(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    lines = [
+        f"connecting with token {GITHUB}",
+        "Authorization: Bearer s3cr3t-b34r3r-v4lu3",
+        "fetching https://alice:hunter2hunter2@example.com/api",
+        "OPENAI_API_KEY=sk-proj-" + "q" * 40,
+    ]
+    script = (
+        "import sys; sys.stderr.write(sys.argv[1]); sys.stderr.flush();"
+        " sys.stdout.write(sys.stdin.readline()); sys.exit(3)"
+    )
+    server = [sys.executable, "-c", script, "".join(line + "\n" for line in lines)]
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    proc = subprocess.run(
+        [*MCPTAPE, "record", "--db", str(db), "--", *server], input=ping, capture_output=True, timeout=60
+    )
+    assert proc.returncode == 3, proc.stderr
+    assert GITHUB.encode() in proc.stderr  # the client's log still gets the server's stderr as it was
+    recorded = "\n".join(text for (text,) in query(db, "select text from events where kind = 'stderr'"))
+    assert "connecting with token «redacted:" in recorded and "fetching https://alice:«redacted:" in recorded
+    for secret in (GITHUB, "s3cr3t-b34r3r-v4lu3", "hunter2hunter2", "sk-proj-" + "q" * 40):
+        for file in tmp_path.iterdir():  # the events, the session's error and stderr tail, the WAL
+            assert secret.encode() not in file.read_bytes(), (secret, file)

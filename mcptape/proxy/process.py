@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from mcptape.proxy.framing import LineSplitter
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkEnd
 from mcptape.proxy.stdio import READ_CHUNK, FdLink
+from mcptape.redact import redact_text
 
 STDERR_TAIL = 20
 MAX_STDERR_LINE = 16 << 10
@@ -75,6 +76,12 @@ def status_sentence(returncode: int | None) -> str:
 def shell_status(returncode: int) -> int:
     """The status a shell would report: 128 + signal number for a killed process."""
     return 128 - returncode if returncode < 0 else returncode
+
+
+def _said(line: bytes) -> str:
+    """A stderr line as recorded: text, with the secrets a log line can show redacted
+    (``Authorization: Bearer …``, ``API_KEY=…``, credentials in URLs, tokens by their format)."""
+    return redact_text(line.decode("utf-8", errors="replace"))
 
 
 class _Stderr:
@@ -142,7 +149,7 @@ class _Stderr:
                     piece = splitter.finish() or b""
                     if long_head is None:
                         long_head, long_size = piece[:MAX_STDERR_LINE], 0
-                        self.tail.append(piece[:1024].decode("utf-8", errors="replace"))
+                        self.tail.append(_said(piece[:1024]))
                     long_size += len(piece)
                     self._queue_echo([piece])
                     del piece
@@ -156,7 +163,7 @@ class _Stderr:
 
     def _lines(self, lines: list[bytes]) -> None:
         for line in lines[-STDERR_TAIL:]:
-            self.tail.append(line[:1024].decode("utf-8", errors="replace"))
+            self.tail.append(_said(line[:1024]))
         if self._echo is not None:
             self._queue_echo([line + b"\n" for line in lines])
         self._record([(line, len(line)) for line in lines])
@@ -175,7 +182,7 @@ class _Stderr:
                 self._cut_bytes += length
                 continue
             self._budget -= size
-            text = line[:MAX_STDERR_LINE].decode("utf-8", errors="replace")
+            text = _said(line[:MAX_STDERR_LINE])
             if cut:
                 text += f" … [{length - MAX_STDERR_LINE} bytes cut]"
                 self._cut_bytes += length - MAX_STDERR_LINE
