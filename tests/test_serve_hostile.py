@@ -45,3 +45,29 @@ def test_ids_beyond_64_bits_and_floats_come_back_exactly_as_sent(tmp_path: Path)
     assert by_id[f"-{BIG}1"]["result"] == {} and "error" in by_id[f"{BIG}2"]
     # As text too: no float rendering of the integer.
     assert f'"id":{BIG},' in done.stdout and "e+" not in done.stdout
+
+
+def test_lines_that_are_no_message_get_the_json_rpc_errors_a_server_gives(tmp_path: Path) -> None:
+    tape = tmp_path / "tape.jsonl"
+    tape.write_text("".join(json.dumps({"dir": d, "t": 0.0, "frame": json.dumps(m)}) + "\n" for d, m in TAPE))
+    lines = [
+        "not json",
+        "[]",
+        '"text"',
+        "{}",
+        '{"jsonrpc":"2.0","id":8}',
+        '{"jsonrpc":"2.0","id":9,"method":"ping"}',
+    ]
+    done = subprocess.run(
+        [*MCPTAPE, "serve", "--file", str(tape), "--no-record"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MCPTAPE_DB": str(tmp_path / "x.db")},
+    )
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    codes = sorted(a["error"]["code"] for a in answers if "error" in a)
+    assert codes == [-32700, -32600, -32600, -32600]  # nothing for what may be a broken reply (id 8)
+    assert [a["id"] for a in answers if "result" in a] == [9]

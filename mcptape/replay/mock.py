@@ -199,6 +199,10 @@ class TapeServer:
     def _received(self, frame: Frame) -> None:
         with self._book_lock:
             self._queued -= 1
+        if frame.kind == "malformed":
+            error = _not_a_message(frame.data)
+            if error is not None:  # answered as a JSON-RPC server answers it
+                self._spawn(self._out({"jsonrpc": "2.0", "id": None, "error": error}))
         for message in self._messages(frame):
             kind = classify_message(message).kind
             if kind == "request":
@@ -311,6 +315,20 @@ def _exact(frame: Frame) -> Any:
     if any(isinstance(m, dict) and isinstance(m.get("id"), float) for m in items):
         return json.loads(frame.data)
     return value
+
+
+def _not_a_message(data: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC error for a line that is no message (-32700 not JSON, -32600 JSON but no
+    request); None for what may be a broken reply (an object with an id), which gets none."""
+    if not data.strip():
+        return None
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return {"code": -32700, "message": "mcptape serve: Parse error: the line is not JSON"}
+    if isinstance(value, dict) and "id" in value:
+        return None
+    return {"code": -32600, "message": "mcptape serve: Invalid Request: the line is not a JSON-RPC message"}
 
 
 def _dumps(message: Any) -> bytes:
