@@ -59,8 +59,10 @@ def test_inspect_without_brk_is_named_as_the_wrong_flag(flag: str) -> None:
 def test_a_timeout_too_short_for_node_to_start_says_so_rather_than_asking_for_inspect_brk() -> None:
     message = error(call(args("node --inspect-brk=0 count.js 1", "count.js", 5, "i", timeout=1)))
     assert message.startswith("Timeout waiting for breakpoint after 1 ms")
-    assert "had not started yet" in message
     assert "start Node with --inspect-brk" not in message
+    # Node needs tens of milliseconds, but on a loaded machine the 1 ms timer can run after
+    # its "Debugger listening" line was read: then there is nothing to add, and nothing is.
+    assert "had not started yet" in message or "inspector" not in message
 
 
 def test_line_past_the_end_of_the_file_is_named_without_blaming_node() -> None:
