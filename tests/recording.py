@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,19 @@ def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return con.execute(sql, params).fetchall()
     finally:
         con.close()
+
+
+def wait_for_frames(db: Path, count: int, timeout: float = 20) -> None:
+    """Wait until the recording holds at least ``count`` frames (the store opens in the background)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if query(db, "select count(*) from frames")[0][0] >= count:
+                return
+        except sqlite3.Error:  # not created yet
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"fewer than {count} frames recorded")
 
 
 def frame_bytes(row_text: str, row_raw: bytes | None) -> bytes:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import signal
-import sqlite3
-import time
 from pathlib import Path
 
-from tests.recording import RAW_ECHO, Recording, query
+from tests.recording import RAW_ECHO, Recording, query, wait_for_frames
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 
@@ -19,23 +17,11 @@ def _record_one_ping(db: Path) -> Recording:
     return rec
 
 
-def _wait_until_recorded(db: Path, frames: int) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if query(db, "select count(*) from frames")[0][0] >= frames:
-                return
-        except sqlite3.Error:  # not created yet
-            pass
-        time.sleep(0.02)
-    raise AssertionError(f"fewer than {frames} frames recorded")
-
-
 def test_the_next_recorder_marks_a_killed_recorders_session_interrupted_at_its_last_frame(
     db_path: Path,
 ) -> None:
     killed = _record_one_ping(db_path)
-    _wait_until_recorded(db_path, 2)
+    wait_for_frames(db_path, 2)
     killed.proc.send_signal(signal.SIGKILL)
     killed.wait()
     [(lost_id, status)] = query(db_path, "select id, status from sessions")

@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from tests.conftest import MCPTAPE, ROOT
-from tests.recording import RAW_ECHO, Recording, query
+from tests.recording import RAW_ECHO, Recording, query, wait_for_frames
 
 HOSTILE = [sys.executable, str(ROOT / "tests" / "servers" / "hostile.py")]
 
@@ -41,18 +41,6 @@ def _alive(pid: int) -> bool:
 def _server_pid(db: Path) -> int:
     data = query(db, "select data from events where kind = 'process_start'")[0][0]
     return int(orjson.loads(data)["pid"])
-
-
-def _wait_for_frames(db: Path, count: int) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            if query(db, "select count(*) from frames")[0][0] >= count:
-                return
-        except sqlite3.Error:
-            pass
-        time.sleep(0.02)
-    raise AssertionError(f"fewer than {count} frames recorded")
 
 
 def _fill(rec: Recording, total: int) -> threading.Thread:
@@ -272,7 +260,7 @@ def test_sigterm_while_another_process_holds_the_database_lock_loses_nothing(db_
     try:
         rec.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         assert rec.recv() is not None
-        _wait_for_frames(db_path, 2)  # the store is open and recording
+        wait_for_frames(db_path, 2)  # the store is open and recording
         holder.execute("begin immediate")  # the recorder can no longer write
         for i in range(n):
             rec.send(b'{"jsonrpc":"2.0","method":"n","params":{"i":%d}}\n' % i)
