@@ -88,6 +88,16 @@ def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         con.close()
 
 
+def record_one_ping(db: Path) -> Path:
+    """``db`` holding one finished session: a ping through `mcptape record -- cat`."""
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    proc = subprocess.run(
+        [*MCPTAPE, "record", "--db", str(db), "--", "cat"], input=ping, capture_output=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return db
+
+
 def wait_for_frames(db: Path, count: int, timeout: float = 20) -> None:
     """Wait until the recording holds at least ``count`` frames (the store opens in the background)."""
     deadline = time.monotonic() + timeout

@@ -10,19 +10,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MCPTAPE
+from tests.recording import record_one_ping
 
 FULL = Path("/dev/full")
 
 
 @pytest.fixture(scope="module")
 def rec(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("rec") / "t.db"
-    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
-    proc = subprocess.run(
-        [*MCPTAPE, "record", "--db", str(db), "--", "cat"], input=ping, capture_output=True, timeout=60
-    )
-    assert proc.returncode == 0, proc.stderr
-    return db
+    return record_one_ping(tmp_path_factory.mktemp("rec") / "t.db")
 
 
 @pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full (Linux) to make every write fail with ENOSPC")

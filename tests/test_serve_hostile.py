@@ -20,23 +20,28 @@ TAPE = [
 BIG = "99999999999999999999999999"
 
 
-def test_ids_beyond_64_bits_and_floats_come_back_exactly_as_sent(tmp_path: Path) -> None:
+def _serve(tmp_path: Path, lines: list[str]) -> subprocess.CompletedProcess[str]:
+    """`serve --file` of the tape above, fed ``lines`` on stdin until EOF."""
     tape = tmp_path / "tape.jsonl"
     tape.write_text("".join(json.dumps({"dir": d, "t": 0.0, "frame": json.dumps(m)}) + "\n" for d, m in TAPE))
+    return subprocess.run(
+        [*MCPTAPE, "serve", "--file", str(tape), "--no-record"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MCPTAPE_DB": str(tmp_path / "x.db")},
+    )
+
+
+def test_ids_beyond_64_bits_and_floats_come_back_exactly_as_sent(tmp_path: Path) -> None:
     requests = [
         f'{{"jsonrpc":"2.0","id":{BIG},"method":"tools/list","params":{{}}}}',  # on the tape
         f'{{"jsonrpc":"2.0","id":-{BIG}1,"method":"ping"}}',
         f'{{"jsonrpc":"2.0","id":{BIG}2,"method":"prompts/list"}}',  # a miss
         '{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
     ]
-    done = subprocess.run(
-        [*MCPTAPE, "serve", "--file", str(tape), "--no-record"],
-        input="\n".join(requests) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "MCPTAPE_DB": str(tmp_path / "x.db")},
-    )
+    done = _serve(tmp_path, requests)
     assert done.returncode == 0, done.stderr
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert sorted(str(a["id"]) for a in answers) == sorted([BIG, f"-{BIG}1", f"{BIG}2", "1.5"])
@@ -48,8 +53,6 @@ def test_ids_beyond_64_bits_and_floats_come_back_exactly_as_sent(tmp_path: Path)
 
 
 def test_lines_that_are_no_message_get_the_json_rpc_errors_a_server_gives(tmp_path: Path) -> None:
-    tape = tmp_path / "tape.jsonl"
-    tape.write_text("".join(json.dumps({"dir": d, "t": 0.0, "frame": json.dumps(m)}) + "\n" for d, m in TAPE))
     lines = [
         "not json",
         "[]",
@@ -58,14 +61,7 @@ def test_lines_that_are_no_message_get_the_json_rpc_errors_a_server_gives(tmp_pa
         '{"jsonrpc":"2.0","id":8}',
         '{"jsonrpc":"2.0","id":9,"method":"ping"}',
     ]
-    done = subprocess.run(
-        [*MCPTAPE, "serve", "--file", str(tape), "--no-record"],
-        input="\n".join(lines) + "\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "MCPTAPE_DB": str(tmp_path / "x.db")},
-    )
+    done = _serve(tmp_path, lines)
     assert done.returncode == 0, done.stderr
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     codes = sorted(a["error"]["code"] for a in answers if "error" in a)

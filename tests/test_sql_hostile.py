@@ -10,17 +10,12 @@ import pytest
 
 from tests.cli_errors import assert_one_line_error
 from tests.conftest import MCPTAPE
+from tests.recording import record_one_ping
 
 
 @pytest.fixture(scope="module")
 def rec(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("rec") / "t.db"
-    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
-    proc = subprocess.run(
-        [*MCPTAPE, "record", "--db", str(db), "--", "cat"], input=ping, capture_output=True, timeout=60
-    )
-    assert proc.returncode == 0, proc.stderr
-    return db
+    return record_one_ping(tmp_path_factory.mktemp("rec") / "t.db")
 
 
 @pytest.mark.parametrize("query", ["vacuum into '{target}'", "vacuum", "vacuum main into '{target}'"])
