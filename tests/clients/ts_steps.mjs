@@ -5,7 +5,8 @@
 // STEPS_JSON is a JSON array of {"m": a Client method (callTool, listTools, ping, ...), "p": its
 // params, "abortAfterMs": cancel it after N ms (the SDK sends notifications/cancelled),
 // "progress": true (ask for progress), "sleepMs": wait after it, "timeoutMs"}; a step
-// {"m": "terminateSession"} sends the HTTP DELETE. Prints one JSON document: the server's info,
+// {"m": "terminateSession"} sends the HTTP DELETE. Its roots are $TS_STEPS_ROOTS (URIs, comma
+// separated; file:///tmp by default). Prints one JSON document: the server's info,
 // each step's result or error, the server requests the handlers answered and the notifications.
 const sdk = (rel) => import(new URL(`../npm/node_modules/@modelcontextprotocol/sdk/dist/esm/${rel}`, import.meta.url).href);
 const { Client } = await sdk("client/index.js");
@@ -45,7 +46,7 @@ client.setRequestHandler(T.ElicitRequestSchema, async (request) => {
 });
 client.setRequestHandler(T.ListRootsRequestSchema, async (request) => {
   asked.push(request.method);
-  return { roots: [{ uri: "file:///tmp", name: "tmp" }] };
+  return { roots: (process.env.TS_STEPS_ROOTS ?? "file:///tmp").split(",").map((uri) => ({ uri, name: "root" })) };
 });
 client.fallbackNotificationHandler = async (notification) => {
   notifications.push(notification.method);
