@@ -303,6 +303,10 @@ class HttpSessionLink(DownstreamLink):
                     stream = self.streams[key] = EventStream(key, meta)
                     if prime:
                         stream.prime()
+                # A cancelled request's stream ends: else it stays "the only request in
+                # flight" and takes what the server sends later about anything else.
+                for done in self.router.cancelled(message):
+                    self._retire(done)
         try:
             await self.receive(frame)
         except LinkClosed:
