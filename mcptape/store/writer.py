@@ -13,7 +13,8 @@ it is under half again: a reader thread with :meth:`Writer.wait_below_limit`, th
 loop with ``await`` :meth:`Writer.drain`. So a ``kill -9`` loses at most about
 ``max_lag`` of traffic. Nothing is dropped for being late: a busy database or a
 PostgreSQL server away for a while is retried; while another process holds the
-write lock one line says so on stderr.
+write lock one line says so on stderr, and the lag limit is lifted (the bytes limit
+still holds): forwarding goes on while the rows wait for the lock.
 
 Errors the thread meets never propagate to producers. A bad row (a frame for a
 session that does not exist) costs only itself: the batch is retried row by row and
@@ -237,6 +238,11 @@ class Writer:
         Cheap and thread-safe; False once the writer stopped or failed (nothing to wait for).
         """
         return self._backlog.over_limit
+
+    @property
+    def waiting_for_lock(self) -> bool:
+        """Whether the writer waits for a write lock another process holds (the lag limit is lifted)."""
+        return self._backlog.waiting_for_lock
 
     @property
     def backlog(self) -> int:
@@ -531,15 +537,21 @@ class Writer:
                     with conn.begin():
                         for tag, rows in ops:
                             self._statements.execute(conn, tag, rows)
+                self._backlog.locked_out(False)
                 return None
             except Exception as error:  # raw DB-API errors too: the hot path bypasses SQLAlchemy
                 if is_fatal(error):
+                    self._backlog.locked_out(False)
                     self._fail(error)
                     return error
                 if not is_retryable(error):
+                    self._backlog.locked_out(False)
                     return error
                 tries += 1
                 if is_lock_wait(error):
+                    # Another process holds the lock: producers are not held back for it
+                    # (only the bytes limit holds), see mcptape.store.backlog.
+                    self._backlog.locked_out(True)
                     self._tell_lock_wait()
                 else:
                     self._report(f"{describe_error(error, self._where)} (still retrying: nothing is dropped)")
