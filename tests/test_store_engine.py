@@ -283,6 +283,33 @@ def test_sessions_are_created_running_and_updated(db_path: Path) -> None:
     assert row["pid"] == os.getpid() and row["mcptape_version"] and row["started_at"] > 0
 
 
+def test_a_session_row_waits_for_a_lock_held_past_the_busy_timeout_and_says_so_once(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # sqlite3 in a terminal held BEGIN IMMEDIATE longer than the busy timeout while a
+    # recorder started: its session row gave up, and the whole session went unrecorded.
+    import threading
+
+    from mcptape.store import sqlite_engine
+
+    monkeypatch.setattr(sqlite_engine, "BUSY_TIMEOUT_S", 0.1)  # so a short lock outlasts it
+    open_store(str(db_path)).close()
+    holder = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    releaser = threading.Timer(1.5, holder.execute, ("ROLLBACK",))
+    releaser.start()
+    try:
+        with open_store(str(db_path)) as store:
+            session_id = store.create_session(mode="record", name="late")
+    finally:
+        releaser.join()
+        holder.close()
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT id, name FROM sessions").fetchall() == [(session_id, "late")]
+    err = capfd.readouterr().err
+    assert err.count("another process holds its write lock") == 1 and err.count("\n") == 1, err
+
+
 def test_resolve_url_turns_paths_into_absolute_sqlite_urls_and_keeps_urls(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

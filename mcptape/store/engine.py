@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +32,7 @@ from urllib.parse import unquote
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from mcptape.store.errors import StoreError, describe_error
+from mcptape.store.errors import BUSY_TIMEOUT_S, StoreError, describe_error, is_lock_wait
 from mcptape.store.location import default_db_path, parse_url, resolve_url
 from mcptape.store.rows import new_session_row, session_values
 from mcptape.store.schema import sessions
@@ -51,7 +52,10 @@ __all__ = [
     "resolve_url",
 ]
 
-_QUERY_CANCELED: Final = "57014"  # PostgreSQL's SQLSTATE for statement_timeout
+_QUERY_CANCELED: Final = "57014"
+# A write now (a session row) waits for another process's lock in steps this long, so
+# the wait is said on stderr soon rather than after SQLite's busy timeout.
+_LOCK_STEP_S: Final = 0.5  # PostgreSQL's SQLSTATE for statement_timeout
 
 
 def open_store(db: str | None = None, *, create: bool = True, readonly: bool = False) -> Store:
@@ -102,6 +106,7 @@ class Store:
         self._readonly_engine: sa.Engine | None = engine if readonly and path is not None else None
         self._writers: list[Writer] = []
         self._closed = False
+        self._told_lock_wait = False
 
     @property
     def where(self) -> str:
@@ -169,11 +174,40 @@ class Store:
             self._write(sessions.update().where(sessions.c.id == session_id).values(**values))
 
     def _write(self, statement: sa.Executable) -> None:
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(statement)
-        except sa.exc.DBAPIError as error:
-            raise StoreError(describe_error(error, self.where)) from None
+        """Write ``statement`` now; while another process holds the write lock, wait for it.
+
+        A session row that gave up after SQLite's busy timeout lost its whole session
+        (the recorder held the frames in memory meanwhile, then dropped them): like the
+        writer, this waits as long as the lock is held, said once on stderr.
+        """
+        while True:
+            try:
+                with self.engine.connect() as conn:
+                    raw = conn.connection.driver_connection if self.path is not None else None
+                    if isinstance(raw, sqlite3.Connection):
+                        raw.execute(f"PRAGMA busy_timeout = {round(_LOCK_STEP_S * 1000)}")
+                    try:
+                        with conn.begin():
+                            conn.execute(statement)
+                    finally:
+                        if isinstance(raw, sqlite3.Connection):
+                            raw.execute(f"PRAGMA busy_timeout = {round(BUSY_TIMEOUT_S * 1000)}")
+                return
+            except sa.exc.DBAPIError as error:
+                if not is_lock_wait(error):
+                    raise StoreError(describe_error(error, self.where)) from None
+                self._tell_lock_wait()
+
+    def _tell_lock_wait(self) -> None:
+        if self._told_lock_wait:
+            return
+        self._told_lock_wait = True
+        with contextlib.suppress(OSError, ValueError):
+            print(
+                f"mcptape: waiting for {self.where}: another process holds its write lock…",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def writer(
         self, *, batch_size: int = 1000, max_lag: float | None = None, max_backlog_bytes: int | None = None
