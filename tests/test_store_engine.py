@@ -398,6 +398,27 @@ def test_store_close_refreshes_the_planner_statistics(db_path: Path) -> None:
     assert analysed == (1,)
 
 
+def test_a_store_that_only_read_leaves_the_planner_statistics_alone(db_path: Path) -> None:
+    # Every `show` and `sessions` ran PRAGMA optimize at its close: on 5 million frames a
+    # full ANALYZE of them, 1.5 s holding the write lock, whatever the command read.
+    from mcptape.store.queries import list_sessions, session_frames
+
+    open_store(str(db_path)).close()
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("INSERT INTO sessions (id, mode, started_at, status) VALUES ('a', 'record', 1, 'ok')")
+        conn.executemany(
+            "INSERT INTO frames (session_id, seq, ts, direction, origin, kind, size, text) "
+            "VALUES ('a', ?, 1, 'c2s', 'client', 'notification', 2, '{}')",
+            [(seq,) for seq in range(1, 2001)],
+        )
+    with open_store(str(db_path), create=False) as store:
+        assert [row["frames"] for row in list_sessions(store)] == [2000]
+        assert sum(1 for _ in session_frames(store, "a")) == 2000
+    with sqlite3.connect(db_path) as conn:
+        analysed = conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()
+    assert analysed == (0,)
+
+
 def test_sessions_show_and_export_read_a_database_file_nobody_may_write(db_path: Path) -> None:
     import shutil
     import subprocess
