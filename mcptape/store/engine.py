@@ -33,6 +33,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from mcptape.store.errors import BUSY_TIMEOUT_S, StoreError, describe_error, is_lock_wait
+from mcptape.store.fileid import FileIdentity
 from mcptape.store.location import default_db_path, parse_url, resolve_url
 from mcptape.store.rows import new_session_row, session_values
 from mcptape.store.schema import sessions
@@ -233,10 +234,19 @@ class Store:
             max_backlog_bytes=writer_module.MAX_BACKLOG_BYTES
             if max_backlog_bytes is None
             else max_backlog_bytes,
+            watch=self._file_identity(),
         )
         self._writers.append(writer)
         self._wrote = True
         return writer
+
+    def _file_identity(self) -> FileIdentity | None:
+        if self.path is None:
+            return None
+        try:
+            return FileIdentity(self.path)
+        except OSError:  # gone already: the writer's first transaction says so
+            return None
 
     @contextlib.contextmanager
     def readonly_connection(self, timeout_s: float) -> Iterator[sa.Connection]:
@@ -304,6 +314,9 @@ class Store:
         for writer in self._writers:
             writer.close()
             written += writer.frames_written
+            if writer.failed is not None:
+                # The file may be gone or another one: no connection may open the path again.
+                self._wrote = False
         self._writers.clear()
         if self.path is None and written >= ANALYZE_AFTER and not self._closed:
             self._analyze_frames()
