@@ -156,3 +156,28 @@ def test_a_request_the_client_cancelled_is_not_waited_for(tmp_path: Path) -> Non
     assert time.monotonic() - started < 30, "a cancelled request is answered by nobody: no wait"
     assert proc.stdout == b"", "nor is it answered with an error in the server's place"
     assert query(db, "select count(*) from events where kind = 'unanswered'") == [(0,)]
+
+
+@pytest.mark.parametrize(("server", "transport"), [("streamableHttp", "http"), ("sse", "sse")])
+def test_a_remote_servers_slow_answer_after_the_clients_eof_reaches_it(
+    tmp_path: Path, server: str, transport: str
+) -> None:
+    from tests.http_servers import everything_http
+
+    slow = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "trigger-long-running-operation", "arguments": {"duration": 1.5, "steps": 3}},
+    }
+    db = tmp_path / "t.db"
+    with everything_http(server) as url:
+        proc = subprocess.run(
+            [*MCPTAPE, "record", "--db", str(db), "--grace", "0.5", "--url", url, "--transport", transport],
+            input=_lines(INIT, INITIALIZED, slow),
+            capture_output=True,
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert "Long running operation completed" in json.dumps(_by_id(proc.stdout)[1])
+    assert query(db, "select status from sessions") == [("closed",)]
