@@ -17,25 +17,23 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MCPTAPE, everything_server_cmd
-from tests.recording import Recording, query
+from tests.recording import INITIALIZE as INIT
+from tests.recording import INITIALIZED, Recording, query
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 # Reads requests, answers none, and outlives its stdin by far (a server stuck on a request).
 SILENT = [
     sys.executable,
     "-c",
     "import sys, time\nfor line in sys.stdin: pass\ntime.sleep(60)\n",
 ]
+# server-everything's tool: 1.5 s of work, three times the grace the tests give, so the
+# old shutdown (stdin closed, SIGTERM a grace later) stopped the server before it answered.
+SLOW = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "tools/call",
+    "params": {"name": "trigger-long-running-operation", "arguments": {"duration": 1.5, "steps": 3}},
+}
 
 
 def _lines(*messages: dict[str, object]) -> bytes:
@@ -54,17 +52,10 @@ def _by_id(stdout: bytes) -> dict[object, dict[str, object]]:
 def test_a_slow_answer_after_the_clients_eof_reaches_it_as_it_would_directly(tmp_path: Path) -> None:
     server = everything_server_cmd()
     assert server is not None, "server-everything is installed by .ci/run"
-    slow = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        # 1.5 s of work, three times the grace: the old shutdown stopped the server first.
-        "params": {"name": "trigger-long-running-operation", "arguments": {"duration": 1.5, "steps": 3}},
-    }
     db = tmp_path / "t.db"
     proc = subprocess.run(
         [*MCPTAPE, "record", "--db", str(db), "--grace", "0.5", "--", *server],
-        input=_lines(INIT, INITIALIZED, slow),
+        input=_lines(INIT, INITIALIZED, SLOW),
         capture_output=True,
         timeout=60,
     )
@@ -164,17 +155,11 @@ def test_a_remote_servers_slow_answer_after_the_clients_eof_reaches_it(
 ) -> None:
     from tests.http_servers import everything_http
 
-    slow = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "tools/call",
-        "params": {"name": "trigger-long-running-operation", "arguments": {"duration": 1.5, "steps": 3}},
-    }
     db = tmp_path / "t.db"
     with everything_http(server) as url:
         proc = subprocess.run(
             [*MCPTAPE, "record", "--db", str(db), "--grace", "0.5", "--url", url, "--transport", transport],
-            input=_lines(INIT, INITIALIZED, slow),
+            input=_lines(INIT, INITIALIZED, SLOW),
             capture_output=True,
             timeout=60,
         )
