@@ -283,6 +283,33 @@ def test_sessions_are_created_running_and_updated(db_path: Path) -> None:
     assert row["pid"] == os.getpid() and row["mcptape_version"] and row["started_at"] > 0
 
 
+def test_a_session_row_waits_for_a_lock_held_past_the_busy_timeout_and_says_so_once(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # sqlite3 in a terminal held BEGIN IMMEDIATE longer than the busy timeout while a
+    # recorder started: its session row gave up, and the whole session went unrecorded.
+    import threading
+
+    from mcptape.store import sqlite_engine
+
+    monkeypatch.setattr(sqlite_engine, "BUSY_TIMEOUT_S", 0.1)  # so a short lock outlasts it
+    open_store(str(db_path)).close()
+    holder = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    releaser = threading.Timer(1.5, holder.execute, ("ROLLBACK",))
+    releaser.start()
+    try:
+        with open_store(str(db_path)) as store:
+            session_id = store.create_session(mode="record", name="late")
+    finally:
+        releaser.join()
+        holder.close()
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT id, name FROM sessions").fetchall() == [(session_id, "late")]
+    err = capfd.readouterr().err
+    assert err.count("another process holds its write lock") == 1 and err.count("\n") == 1, err
+
+
 def test_resolve_url_turns_paths_into_absolute_sqlite_urls_and_keeps_urls(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -369,6 +396,27 @@ def test_store_close_refreshes_the_planner_statistics(db_path: Path) -> None:
     with sqlite3.connect(db_path) as conn:
         analysed = conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()
     assert analysed == (1,)
+
+
+def test_a_store_that_only_read_leaves_the_planner_statistics_alone(db_path: Path) -> None:
+    # Every `show` and `sessions` ran PRAGMA optimize at its close: on 5 million frames a
+    # full ANALYZE of them, 1.5 s holding the write lock, whatever the command read.
+    from mcptape.store.queries import list_sessions, session_frames
+
+    open_store(str(db_path)).close()
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("INSERT INTO sessions (id, mode, started_at, status) VALUES ('a', 'record', 1, 'ok')")
+        conn.executemany(
+            "INSERT INTO frames (session_id, seq, ts, direction, origin, kind, size, text) "
+            "VALUES ('a', ?, 1, 'c2s', 'client', 'notification', 2, '{}')",
+            [(seq,) for seq in range(1, 2001)],
+        )
+    with open_store(str(db_path), create=False) as store:
+        assert [row["frames"] for row in list_sessions(store)] == [2000]
+        assert sum(1 for _ in session_frames(store, "a")) == 2000
+    with sqlite3.connect(db_path) as conn:
+        analysed = conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'").fetchone()
+    assert analysed == (0,)
 
 
 def test_sessions_show_and_export_read_a_database_file_nobody_may_write(db_path: Path) -> None:

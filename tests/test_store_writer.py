@@ -16,6 +16,7 @@ import pytest
 
 from mcptape.frames import Frame
 from mcptape.store import Store, StoreError, WriterClosedError, open_store
+from mcptape.store.backlog import Backlog
 from mcptape.store.rows import CUT_PREVIEW_BYTES, MAX_FRAME_BYTES
 
 
@@ -196,27 +197,52 @@ def test_update_with_an_unknown_column_fails_at_once(store: Store) -> None:
         writer.update_session("x", bogus=1)
 
 
-def test_drain_waits_while_the_database_is_locked_and_resumes_after(store: Store, db_path: Path) -> None:
-    sid = store.create_session(mode="record")
-    writer = store.writer(batch_size=10, max_lag=0.05)
+def test_drain_waits_for_a_writer_behind_and_resumes_when_it_commits() -> None:
+    backlog = Backlog(max_lag=0.05, max_bytes=1 << 20)
 
     async def scenario() -> None:
-        lock = WriteLock(db_path)
-        for seq in range(1, 101):
-            writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
-        await asyncio.sleep(0.1)  # the oldest frame now waits longer than max_lag
-        assert writer.over_limit
-        drained = asyncio.ensure_future(writer.drain())
-        await asyncio.sleep(0.3)
-        assert not drained.done()  # the writer cannot commit: back-pressure holds
-        lock.release()
+        for _ in range(100):
+            backlog.queued(60, frame=True)
+        await asyncio.sleep(0.1)  # the oldest row now waits longer than max_lag
+        assert backlog.over_limit
+        drained = asyncio.ensure_future(backlog.drain())
+        await asyncio.sleep(0.2)
+        assert not drained.done()  # nothing committed: back-pressure holds
+        backlog.committed(100, 6000, 100)
         await asyncio.wait_for(drained, timeout=60)
-        assert not writer.over_limit
+        assert not backlog.over_limit
 
     asyncio.run(scenario())
+
+
+def test_a_lock_held_by_another_process_holds_no_producer_back_and_every_frame_lands(
+    store: Store, db_path: Path
+) -> None:
+    # sqlite3 in a terminal holding BEGIN IMMEDIATE: holding the relay back would stall the
+    # client for as long and make no row commit sooner; the rows wait in memory instead.
+    sid = store.create_session(mode="record")
+    writer = store.writer(batch_size=10, max_lag=0.05, max_backlog_bytes=1 << 20)
+    lock = WriteLock(db_path)
+    try:
+        for seq in range(1, 101):
+            writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
+        deadline = time.monotonic() + 30
+        while not writer.waiting_for_lock:
+            assert time.monotonic() < deadline, "the writer never met the lock"
+            time.sleep(0.01)
+        time.sleep(0.1)  # the oldest frame is late by now
+        assert writer.backlog == 100 and not writer.over_limit
+        assert writer.wait_below_limit(timeout=0)
+        asyncio.run(asyncio.wait_for(writer.drain(), 1))
+        writer.add_frame(sid, 101, Frame(result(1, {"blob": "x" * (2 << 20)}), "s2c"))
+        assert writer.over_limit  # the bytes limit still holds: memory stays bounded
+    finally:
+        lock.release()
+    writer.flush(timeout=60)
+    assert not writer.waiting_for_lock and not writer.over_limit
     writer.close()
     assert writer.errors == []
-    assert rows(db_path, "SELECT count(*) FROM frames") == [(100,)]
+    assert rows(db_path, "SELECT count(*) FROM frames") == [(101,)]
 
 
 def test_drain_returns_at_once_when_under_the_limit(store: Store) -> None:
@@ -340,24 +366,18 @@ def test_writer_retries_past_the_busy_timeout_and_drops_nothing(
 # -- the relay's API: time-bounded backlog, queued sessions, flushing on the loop, failures ------
 
 
-def test_backlog_is_bounded_in_time_and_wait_below_limit_blocks_until_it_commits(
-    store: Store, db_path: Path
-) -> None:
+def test_backlog_is_bounded_in_time_and_wait_below_limit_blocks_until_it_commits() -> None:
     import threading
 
-    sid = store.create_session(mode="record")
-    writer = store.writer(max_lag=0.05)
-    lock = WriteLock(db_path)
-    writer.add_frame(sid, 1, Frame(request(1), "c2s"))
-    assert not writer.over_limit  # just queued: not late yet
-    threading.Timer(1.0, lock.release).start()
-    time.sleep(0.1)  # longer than max_lag: the frame is now late
-    assert writer.over_limit and writer.backlog == 1
-    assert not writer.wait_below_limit(timeout=0.2)  # the lock holds: still over after 0.2 s
-    assert writer.wait_below_limit(timeout=60)
-    assert not writer.over_limit
-    writer.close()
-    assert rows(db_path, "SELECT count(*) FROM frames") == [(1,)]
+    backlog = Backlog(max_lag=0.05, max_bytes=1 << 20)
+    backlog.queued(60, frame=True)
+    assert not backlog.over_limit  # just queued: not late yet
+    time.sleep(0.1)  # longer than max_lag: the row is now late
+    assert backlog.over_limit and backlog.frames == 1
+    assert not backlog.wait_below_limit(timeout=0.2)  # nothing committed: still over after 0.2 s
+    threading.Timer(0.2, backlog.committed, (1, 60, 1)).start()
+    assert backlog.wait_below_limit(timeout=60)
+    assert not backlog.over_limit
 
 
 def test_a_response_is_stored_with_its_requests_method_and_seq(store: Store, db_path: Path) -> None:

@@ -8,7 +8,13 @@ with :meth:`Backlog.wait_below_limit`, the event loop with ``await``
 :meth:`Backlog.drain`. Bounding the lag in time is what bounds the loss of a ``kill -9``.
 
 When each row was queued is kept as a sample every :data:`SAMPLE_S` at most, so the
-lag is known to within that and costs producers one clock read per row. The writer
+lag is known to within that and costs producers one clock read per row.
+
+While the writer waits for a write lock another process holds (:meth:`Backlog.locked_out`),
+the lag limit is lifted and only the bytes limit holds producers back: a lock held for
+seconds (``sqlite3`` in a terminal, a long ``BEGIN IMMEDIATE``) would otherwise stall
+forwarding as long, and holding the relay back cannot make those rows commit sooner.
+The writer
 thread never waits for a lock a producer may hold (a producer may be interrupted by a
 signal handler that closes the writer): it wakes waiters only when their lock is free,
 and waiters look again every :data:`POLL_S` anyway.
@@ -50,6 +56,8 @@ class Backlog:
         # Bytes of a large frame the writer waits for producers to finish with (to take
         # its bytes over): holding them back for it meanwhile would only make both wait.
         self._yielding = 0
+        # True while the writer waits for another process's write lock: lag is no reason to wait.
+        self._locked_out = False
         self._progress = threading.Condition(threading.Lock())
         self._drainers: deque[tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = deque()
 
@@ -80,6 +88,18 @@ class Backlog:
         self._yielding = nbytes
         if nbytes:
             self.wake()
+
+    def locked_out(self, waiting: bool) -> None:
+        """The writer thread waits (True) or no longer waits (False) for another process's write lock."""
+        if waiting != self._locked_out:
+            self._locked_out = waiting
+            if waiting:
+                self.wake()
+
+    @property
+    def waiting_for_lock(self) -> bool:
+        """Whether the writer waits for another process's write lock now."""
+        return self._locked_out
 
     def release(self) -> None:
         """Nothing will be committed any more (the writer stopped or failed): nobody should wait."""
@@ -115,7 +135,8 @@ class Backlog:
             return False
         if self._yielding:
             return self._queued_bytes - self._done_bytes - self._yielding > self.max_bytes
-        return self._queued_bytes - self._done_bytes > self.max_bytes or self.lag() > self.max_lag
+        over_bytes = self._queued_bytes - self._done_bytes > self.max_bytes
+        return over_bytes or (not self._locked_out and self.lag() > self.max_lag)
 
     def under_half(self) -> bool:
         """Whether producers held back may go on (hysteresis: under half of both limits)."""
@@ -123,7 +144,8 @@ class Backlog:
             return True
         if self._yielding:
             return self._queued_bytes - self._done_bytes - self._yielding <= self.max_bytes // 2
-        return self._queued_bytes - self._done_bytes <= self.max_bytes // 2 and self.lag() <= self.max_lag / 2
+        under_bytes = self._queued_bytes - self._done_bytes <= self.max_bytes // 2
+        return under_bytes and (self._locked_out or self.lag() <= self.max_lag / 2)
 
     def wait_below_limit(self, timeout: float | None = None) -> bool:
         """Block a thread until under half the limits (at once when not over them); False on timeout."""

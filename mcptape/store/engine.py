@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +32,8 @@ from urllib.parse import unquote
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from mcptape.store.errors import StoreError, describe_error
+from mcptape.store.errors import BUSY_TIMEOUT_S, StoreError, describe_error, is_lock_wait
+from mcptape.store.fileid import FileIdentity
 from mcptape.store.location import default_db_path, parse_url, resolve_url
 from mcptape.store.rows import new_session_row, session_values
 from mcptape.store.schema import sessions
@@ -51,7 +53,10 @@ __all__ = [
     "resolve_url",
 ]
 
-_QUERY_CANCELED: Final = "57014"  # PostgreSQL's SQLSTATE for statement_timeout
+_QUERY_CANCELED: Final = "57014"
+# A write now (a session row) waits for another process's lock in steps this long, so
+# the wait is said on stderr soon rather than after SQLite's busy timeout.
+_LOCK_STEP_S: Final = 0.5  # PostgreSQL's SQLSTATE for statement_timeout
 
 
 def open_store(db: str | None = None, *, create: bool = True, readonly: bool = False) -> Store:
@@ -89,6 +94,8 @@ def open_unmigrated(db: str | None = None, *, create: bool = True, readonly: boo
 
 # Frames written through one store after which closing it refreshes PostgreSQL's statistics.
 ANALYZE_AFTER = 50_000
+# Rows of each index SQLite's ANALYZE looks at when a store closes (its documented advice).
+ANALYSIS_LIMIT = 1000
 
 
 class Store:
@@ -102,6 +109,10 @@ class Store:
         self._readonly_engine: sa.Engine | None = engine if readonly and path is not None else None
         self._writers: list[Writer] = []
         self._closed = False
+        self._told_lock_wait = False
+        # Whether this store wrote anything: only then may its statistics need refreshing
+        # (a reader's close refreshed them too, rewriting sqlite_stat1 on every `show`).
+        self._wrote = False
 
     @property
     def where(self) -> str:
@@ -169,11 +180,41 @@ class Store:
             self._write(sessions.update().where(sessions.c.id == session_id).values(**values))
 
     def _write(self, statement: sa.Executable) -> None:
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(statement)
-        except sa.exc.DBAPIError as error:
-            raise StoreError(describe_error(error, self.where)) from None
+        """Write ``statement`` now; while another process holds the write lock, wait for it.
+
+        A session row that gave up after SQLite's busy timeout lost its whole session
+        (the recorder held the frames in memory meanwhile, then dropped them): like the
+        writer, this waits as long as the lock is held, said once on stderr.
+        """
+        while True:
+            try:
+                with self.engine.connect() as conn:
+                    raw = conn.connection.driver_connection if self.path is not None else None
+                    if isinstance(raw, sqlite3.Connection):
+                        raw.execute(f"PRAGMA busy_timeout = {round(_LOCK_STEP_S * 1000)}")
+                    try:
+                        self._wrote = True
+                        with conn.begin():
+                            conn.execute(statement)
+                    finally:
+                        if isinstance(raw, sqlite3.Connection):
+                            raw.execute(f"PRAGMA busy_timeout = {round(BUSY_TIMEOUT_S * 1000)}")
+                return
+            except sa.exc.DBAPIError as error:
+                if not is_lock_wait(error):
+                    raise StoreError(describe_error(error, self.where)) from None
+                self._tell_lock_wait()
+
+    def _tell_lock_wait(self) -> None:
+        if self._told_lock_wait:
+            return
+        self._told_lock_wait = True
+        with contextlib.suppress(OSError, ValueError):
+            print(
+                f"mcptape: waiting for {self.where}: another process holds its write lock…",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def writer(
         self, *, batch_size: int = 1000, max_lag: float | None = None, max_backlog_bytes: int | None = None
@@ -193,9 +234,19 @@ class Store:
             max_backlog_bytes=writer_module.MAX_BACKLOG_BYTES
             if max_backlog_bytes is None
             else max_backlog_bytes,
+            watch=self._file_identity(),
         )
         self._writers.append(writer)
+        self._wrote = True
         return writer
+
+    def _file_identity(self) -> FileIdentity | None:
+        if self.path is None:
+            return None
+        try:
+            return FileIdentity(self.path)
+        except OSError:  # gone already: the writer's first transaction says so
+            return None
 
     @contextlib.contextmanager
     def readonly_connection(self, timeout_s: float) -> Iterator[sa.Connection]:
@@ -255,23 +306,30 @@ class Store:
     def close(self) -> None:
         """Close every writer (flushing it), let SQLite refresh its planner statistics, close connections.
 
-        Idempotent. ``PRAGMA optimize`` runs ANALYZE where the tables changed enough for
-        it to matter, so the views keep choosing the indexes as recordings grow.
+        Idempotent. After this store wrote, ``PRAGMA optimize`` runs ANALYZE (on a sample
+        of each index) where the tables changed enough for it to matter, so the views
+        keep choosing the indexes as recordings grow; a store that only read leaves them.
         """
         written = 0
         for writer in self._writers:
             writer.close()
             written += writer.frames_written
+            if writer.failed is not None:
+                # The file may be gone or another one: no connection may open the path again.
+                self._wrote = False
         self._writers.clear()
         if self.path is None and written >= ANALYZE_AFTER and not self._closed:
             self._analyze_frames()
-        if self.path is not None and not self.readonly and not self._closed:
+        if self.path is not None and not self.readonly and not self._closed and self._wrote:
             with contextlib.suppress(sa.exc.DBAPIError, sqlite3.Error):
                 # Outside any transaction and without waiting: a busy database skips it this time.
                 raw = self.engine.raw_connection()
                 try:
                     cursor = raw.cursor()
                     cursor.execute("PRAGMA busy_timeout = 0")
+                    # Statistics from a sample of each index: a full ANALYZE of 5 million
+                    # frames took 1.5 s, with the write lock held, at every close.
+                    cursor.execute(f"PRAGMA analysis_limit = {ANALYSIS_LIMIT}")
                     cursor.execute("PRAGMA optimize")
                     cursor.close()
                 finally:

@@ -13,12 +13,14 @@ it is under half again: a reader thread with :meth:`Writer.wait_below_limit`, th
 loop with ``await`` :meth:`Writer.drain`. So a ``kill -9`` loses at most about
 ``max_lag`` of traffic. Nothing is dropped for being late: a busy database or a
 PostgreSQL server away for a while is retried; while another process holds the
-write lock one line says so on stderr.
+write lock one line says so on stderr, and the lag limit is lifted (the bytes limit
+still holds): forwarding goes on while the rows wait for the lock.
 
 Errors the thread meets never propagate to producers. A bad row (a frame for a
 session that does not exist) costs only itself: the batch is retried row by row and
 each distinct problem goes once to stderr and to :attr:`Writer.errors`. A database
-that is unusable for good (damaged, full, not a database, read-only) sets
+that is unusable for good (damaged, full, not a database, read-only, a SQLite file
+deleted or replaced under it: see :mod:`mcptape.store.fileid`) sets
 :attr:`Writer.failed`, a one-line message; what is queued after that is counted in
 :attr:`Writer.lost`, not written.
 
@@ -64,6 +66,7 @@ from mcptape.store.errors import (
     is_lock_wait,
     is_retryable,
 )
+from mcptape.store.fileid import FileIdentity
 from mcptape.store.handoff import ALONE, Handoff, probe
 from mcptape.store.operations import (
     _EVENT,
@@ -115,6 +118,7 @@ class Writer:
         max_lag: float = MAX_LAG_S,
         max_backlog_bytes: int = MAX_BACKLOG_BYTES,
         handoff_patience: float = HANDOFF_PATIENCE_S,
+        watch: FileIdentity | None = None,
     ) -> None:
         self.frames_written = 0
         self.handoffs = 0  # large frames whose bytes the writer released before SQLite built the row
@@ -123,6 +127,7 @@ class Writer:
         self.failed: str | None = None
         self.lost = 0  # rows not written because the database failed for good
         self._engine = engine
+        self._watch = watch  # the SQLite file opened: stop when it is deleted or replaced
         self._where = where
         self._batch_size = max(1, batch_size)
         self._statements = Statements(engine)
@@ -237,6 +242,11 @@ class Writer:
         Cheap and thread-safe; False once the writer stopped or failed (nothing to wait for).
         """
         return self._backlog.over_limit
+
+    @property
+    def waiting_for_lock(self) -> bool:
+        """Whether the writer waits for a write lock another process holds (the lag limit is lifted)."""
+        return self._backlog.waiting_for_lock
 
     @property
     def backlog(self) -> int:
@@ -520,6 +530,11 @@ class Writer:
             self._report(f"{lost} row(s) of a batch could not be recorded", dedupe=False)
 
     def _attempt(self, ops: list[Op]) -> BaseException | None:
+        gone = self._watch.gone() if self._watch is not None else None
+        if gone is not None:
+            error = StoreError(gone)
+            self._fail(error)
+            return error
         tries = 0
         while True:
             try:
@@ -531,15 +546,21 @@ class Writer:
                     with conn.begin():
                         for tag, rows in ops:
                             self._statements.execute(conn, tag, rows)
+                self._backlog.locked_out(False)
                 return None
             except Exception as error:  # raw DB-API errors too: the hot path bypasses SQLAlchemy
                 if is_fatal(error):
+                    self._backlog.locked_out(False)
                     self._fail(error)
                     return error
                 if not is_retryable(error):
+                    self._backlog.locked_out(False)
                     return error
                 tries += 1
                 if is_lock_wait(error):
+                    # Another process holds the lock: producers are not held back for it
+                    # (only the bytes limit holds), see mcptape.store.backlog.
+                    self._backlog.locked_out(True)
                     self._tell_lock_wait()
                 else:
                     self._report(f"{describe_error(error, self._where)} (still retrying: nothing is dropped)")
@@ -547,7 +568,7 @@ class Writer:
 
     def _fail(self, error: BaseException) -> None:
         if self.failed is None:
-            self.failed = describe_error(error, self._where)
+            self.failed = str(error) if isinstance(error, StoreError) else describe_error(error, self._where)
             self._backlog.release()
             self._report(f"{self.failed}; frames from here on are not recorded")
 

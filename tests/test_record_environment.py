@@ -1,0 +1,83 @@
+"""`mcptape record` when its environment moves under it: the database file deleted or
+replaced while it records, a full file system, a small file-descriptor limit.
+
+The client always gets every answer; what could not be recorded is said, and the
+exit status says recording failed.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import time
+from pathlib import Path
+
+from tests.conftest import MCPTAPE
+from tests.recording import RAW_ECHO, Recording, query, wait_for_frames
+
+
+def _pings(rec: Recording, first: int, count: int) -> None:
+    for i in range(first, first + count):
+        line = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i
+        rec.send(line)
+        assert rec.recv() == line
+
+
+def test_a_database_deleted_while_recording_is_said_and_the_client_keeps_its_server(db_path: Path) -> None:
+    # `rm mcptape.db` to start afresh while a desktop client's servers record: SQLite went
+    # on writing into the unlinked file, every later frame vanished and record exited 0.
+    rec = Recording(db_path, RAW_ECHO)
+    try:
+        _pings(rec, 1, 10)
+        wait_for_frames(db_path, 20)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+        time.sleep(0.3)  # past the writer's look at its file (every 0.25 s at most)
+        _pings(rec, 11, 10)
+        rec.close_stdin()
+        assert rec.wait() == 1
+    finally:
+        rec.kill()
+    err = rec.stderr.decode()
+    assert f"{db_path} was deleted or moved away while recording" in err, err
+    assert "Traceback" not in err
+
+
+def test_a_database_replaced_while_recording_is_said_and_the_client_keeps_its_server(tmp_path: Path) -> None:
+    # `mv other.db mcptape.db` under a recorder: it exited 0 having written nowhere a path leads.
+    db_path = tmp_path / "rec.db"
+    rec = Recording(db_path, RAW_ECHO)
+    try:
+        _pings(rec, 1, 10)
+        wait_for_frames(db_path, 20)
+        other = tmp_path / "other.db"
+        subprocess.run([*MCPTAPE, "record", "--db", str(other), "--", *RAW_ECHO], input=b"", check=True)
+        os.replace(other, db_path)
+        time.sleep(0.3)
+        _pings(rec, 11, 10)
+        rec.close_stdin()
+        assert rec.wait() == 1
+    finally:
+        rec.kill()
+    err = rec.stderr.decode()
+    assert f"{db_path} was replaced by another file while recording" in err, err
+    assert "Traceback" not in err
+
+
+def test_record_under_a_limit_of_32_file_descriptors_forwards_and_records_everything(db_path: Path) -> None:
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
+
+    pings = b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(200))
+    proc = subprocess.run(
+        [*MCPTAPE, "record", "--db", str(db_path), "--", *RAW_ECHO],
+        input=pings,
+        capture_output=True,
+        preexec_fn=limit,  # the limit applies to record itself
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == pings
+    assert query(db_path, "select count(*) from frames") == [(400,)]
