@@ -450,3 +450,13 @@ def test_a_signal_ends_a_follow_with_success() -> None:
         "server/info",
         "paged",
     )
+
+
+def test_a_tool_the_server_lists_only_to_sampling_clients_is_explained() -> None:
+    args = ("-m", "tools/call", "--tool-name", "trigger-sampling-request", "--tool-arg", "prompt=hi")
+    refused = call(*args, server=everything())
+    assert refused.returncode == 1
+    assert "no tool named 'trigger-sampling-request' (it lists echo," in refused.stderr
+    assert "(--handle-sampling, --handle-elicitation, --roots)" in refused.stderr
+    sampled = call(*args, "--handle-sampling", "auto", server=everything())
+    assert sampled.returncode == 0, sampled.stderr

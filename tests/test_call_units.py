@@ -186,3 +186,18 @@ def test_script_fields_are_the_flags_in_camel_case_completion_ref_included() -> 
         parse_script(
             '[{"method": "completion/complete", "completionRef": "ref/prompt/p", "ref": "ref/prompt/q"}]'
         )
+
+
+def test_an_unknown_tool_is_said_with_what_the_server_lists() -> None:
+    from mcptape.client.methods import unknown_tool
+
+    names = [f"tool-{i}" for i in range(12)] + ["get-sum"]
+    typo = unknown_tool("get-summ", names)
+    assert typo.startswith("the server has no tool named 'get-summ' (it lists tool-0, tool-1,")
+    assert "and 3 more); did you mean 'get-sum'?" in typo and "--handle-sampling" not in typo
+    gated = unknown_tool("trigger-sampling-request", ["echo", "get-sum"])
+    assert gated.startswith(
+        "the server has no tool named 'trigger-sampling-request' (it lists echo, get-sum);"
+    )
+    assert "(--handle-sampling, --handle-elicitation, --roots)" in gated
+    assert unknown_tool("x", []) == "the server has no tool named 'x': it lists no tools"

@@ -169,13 +169,34 @@ async def list_all(session: CallSession, method: str, params: dict[str, Any] | N
     return out
 
 
-async def find_tool(session: CallSession, name: str) -> dict[str, Any] | None:
-    """The tool's definition from ``tools/list`` (every page), or None."""
+async def find_tool(session: CallSession, name: str) -> dict[str, Any]:
+    """The tool's definition from ``tools/list`` (every page); a ValidationError naming what is there."""
     listed = await list_all(session, "tools/list", None)
+    names = []
     for tool in listed["tools"]:
         if isinstance(tool, dict) and tool.get("name") == name:
             return tool
-    return None
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+            names.append(tool["name"])
+    raise ValidationError(unknown_tool(name, names))
+
+
+def unknown_tool(name: str, names: list[str], shown: int = 10) -> str:
+    """Why ``name`` is not a tool of the server: what it lists, the nearest name, and why it may lack one."""
+    import difflib
+
+    if not names:
+        return f"the server has no tool named {name!r}: it lists no tools"
+    listed = ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+    near = difflib.get_close_matches(name, names, n=1)
+    if near:
+        return f"the server has no tool named {name!r} (it lists {listed}); did you mean {near[0]!r}?"
+    # server-everything, for one, lists trigger-sampling-request only to a client that can sample.
+    return (
+        f"the server has no tool named {name!r} (it lists {listed}); a server may offer some tools "
+        "only to clients declaring sampling, elicitation or roots (--handle-sampling, "
+        "--handle-elicitation, --roots)"
+    )
 
 
 def tool_text(result: Any) -> str:
@@ -219,8 +240,6 @@ async def perform(session: CallSession, call: Call) -> Any:
     tool: dict[str, Any] | None = None
     if method == "tools/call" and (call.tool_arg_pairs or call.validate_output):
         tool = await find_tool(session, _require(call.tool_name, "--tool-name", method))
-        if tool is None:
-            raise ValidationError(f"the server has no tool named {call.tool_name!r}")
         if call.tool_arg_pairs:
             call.tool_args = {
                 **call.tool_args,
