@@ -110,6 +110,9 @@ class Store:
         self._writers: list[Writer] = []
         self._closed = False
         self._told_lock_wait = False
+        # True while a write waits for another process's write lock (a recorder holding
+        # frames for this store then knows waiting for it would only stall forwarding).
+        self.waiting_for_lock = False
         # Whether this store wrote anything: only then may its statistics need refreshing
         # (a reader's close refreshed them too, rewriting sqlite_stat1 on every `show`).
         self._wrote = False
@@ -199,10 +202,13 @@ class Store:
                     finally:
                         if isinstance(raw, sqlite3.Connection):
                             raw.execute(f"PRAGMA busy_timeout = {round(BUSY_TIMEOUT_S * 1000)}")
+                self.waiting_for_lock = False
                 return
             except sa.exc.DBAPIError as error:
                 if not is_lock_wait(error):
+                    self.waiting_for_lock = False
                     raise StoreError(describe_error(error, self.where)) from None
+                self.waiting_for_lock = True
                 self._tell_lock_wait()
 
     def _tell_lock_wait(self) -> None:
