@@ -334,6 +334,10 @@ def test_follow_streams_notifications_and_rereads_updated_resources() -> None:
     assert updated and updated[0]["params"]["uri"] == DOC
     reread = [e for e in events if e["type"] == "resource"]
     assert reread and reread[0]["result"]["contents"][0]["uri"] == DOC
+    # The script's own results come first among what is followed: an agent gets them too.
+    results = [e for e in events if e["type"] == "result"]
+    assert [(e["step"], e["method"]) for e in results] == [(0, "resources/subscribe"), (1, "tools/call")]
+    assert results[1]["result"]["content"][0]["type"] == "text"
 
 
 def test_the_call_session_is_recorded_as_mode_call(tmp_path: Path) -> None:

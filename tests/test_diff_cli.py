@@ -163,5 +163,16 @@ def test_two_recordings_differing_only_by_the_clock_do_not_differ(tmp_path: Path
     )
     kept = mcptape("diff", str(a), str(b), "--keep", "timestamps", db=tmp_path / "none.db")
     assert kept.stdout.splitlines()[-1].endswith("1 answers compared, 1 differ"), kept.stdout
+    masked = mcptape(
+        "diff",
+        str(a),
+        str(b),
+        "--keep",
+        "timestamps",
+        "--ignore-text",
+        "modified: .*",
+        db=tmp_path / "none.db",
+    )
+    assert masked.stdout.splitlines()[-1].endswith("1 answers compared, 0 differ"), masked.stdout
     bad = mcptape("diff", str(a), str(b), "--ignore", "result", db=tmp_path / "none.db")
     assert_one_line_error(bad, "--ignore 'result': expected a JSON Pointer")

@@ -76,15 +76,19 @@ def test_a_cancelled_request_is_no_longer_in_flight() -> None:
         "method": "notifications/cancelled",
         "params": {"requestId": 1.0, "reason": "x"},
     }
-    assert router.cancelled(cancel) == []  # p1 still waits for request 2
-    assert router.cancelled(
+    assert router.cancel(cancel) == []  # p1 still waits for request 2
+    assert router.cancel(
         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
     ) == ["p1"]
     log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "later"}}
     assert router.route(log) == "p2"  # the only request still in flight
-    assert router.cancelled({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}) == []
-    assert router.cancelled(req(3)) == []
-    assert router.cancelled(
+    assert router.cancel({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}) == []
+    assert router.cancel(req(3)) == []
+    assert router.cancel(
         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "b"}}
     ) == ["p2"]
     assert router.route(log) is None  # the GET stream
+    # An answer to a cancelled request that comes all the same goes on that request's stream.
+    assert router.route({"jsonrpc": "2.0", "id": 1, "result": {}}) == "p1"
+    assert router.route({"jsonrpc": "2.0", "id": "b", "error": {"code": 1, "message": "m"}}) == "p2"
+    assert router.route({"jsonrpc": "2.0", "id": "b", "result": {}}) is None  # once

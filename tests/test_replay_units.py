@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -334,3 +335,19 @@ def test_dates_as_javascript_http_and_ctime_print_them_are_timestamps() -> None:
     assert Normaliser.from_options(keep=["timestamps"]).normalise(text) == text
     # Words that only look like the start of a date stay.
     assert n.normalise("Thu Nov 26 meeting at 15:30") == "Thu Nov 26 meeting at 15:30"
+
+
+def test_ignore_text_leaves_out_what_a_regex_matches_inside_strings() -> None:
+    n = Normaliser.from_options(texts=[r"took \d+ ms", r"nonce=\w+"])
+    value = {"content": [{"type": "text", "text": "done: 3 files, took 12 ms (nonce=ab12)"}], "n": 3}
+    assert n.normalise(value) == {
+        "content": [{"type": "text", "text": "done: 3 files, <ignored> (<ignored>)"}],
+        "n": 3,
+    }
+    for bad, says in [
+        ("(", "not a regular expression"),
+        ("x*", "matches the empty string"),
+        ("", "give a regular"),
+    ]:
+        with pytest.raises(IgnoreRuleError, match=re.escape(says)):
+            Normaliser.from_options(texts=[bad])

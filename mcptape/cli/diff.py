@@ -42,6 +42,7 @@ def diff(
     fail_on_breaking: bool,
     keep: tuple[str, ...],
     ignore: tuple[str, ...],
+    ignore_text: tuple[str, ...],
 ) -> None:
     """Compare two recordings of a server: its tools, prompts, resources and answers.
 
@@ -77,7 +78,7 @@ def diff(
     from mcptape.replay.schema_diff import compare
 
     try:
-        normaliser = Normaliser.from_options(keep, ignore)
+        normaliser = Normaliser.from_options(keep, ignore, ignore_text)
     except (IgnoreRuleError, ValueError) as exc:
         raise UserError(str(exc)) from None
     first, second = load(a, db), load(b, db)

@@ -88,6 +88,7 @@ def replay(
     transport: str | None,
     header_flags: tuple[str, ...],
     ignore: tuple[str, ...],
+    ignore_text: tuple[str, ...],
     keep: tuple[str, ...],
     handle_sampling: str | None,
     handle_elicitation: str | None,
@@ -136,7 +137,7 @@ def replay(
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
 
     try:
-        normaliser = Normaliser.from_options(keep, ignore)
+        normaliser = Normaliser.from_options(keep, ignore, ignore_text)
     except (IgnoreRuleError, ValueError) as exc:
         raise UserError(str(exc)) from None
     rules = rules_from_cli(handle_sampling, handle_elicitation, roots, inject)

@@ -110,7 +110,7 @@ def remote_server(
 
 
 def comparison_options(func: Any) -> Any:
-    """``--ignore`` and ``--keep``: what is left out of the comparison."""
+    """``--ignore``, ``--ignore-text`` and ``--keep``: what is left out of the comparison."""
     func = click.option(
         "--keep",
         multiple=True,
@@ -118,6 +118,13 @@ def comparison_options(func: Any) -> Any:
         help="Compare what is normalised away by default: _meta members (meta), ids and tokens the "
         "server mints such as requestState, cursors and UUIDs (ids), ISO dates and time fields "
         "(timestamps). Repeatable.",
+    )(func)
+    func = click.option(
+        "--ignore-text",
+        multiple=True,
+        metavar="REGEX",
+        help="Leave out of the comparison what this regular expression matches inside any string "
+        "(e.g. 'took \\d+ ms'), where --ignore would drop the whole string. Repeatable.",
     )(func)
     return click.option(
         "--ignore",

@@ -84,6 +84,7 @@ def serve(
     transport: str | None,
     header_flags: tuple[str, ...],
     ignore: tuple[str, ...],
+    ignore_text: tuple[str, ...],
     keep: tuple[str, ...],
     record: bool | None,
     listen: str | None,
@@ -129,7 +130,7 @@ def serve(
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
 
     try:
-        normaliser = Normaliser.from_options(keep, ignore)
+        normaliser = Normaliser.from_options(keep, ignore, ignore_text)
     except (IgnoreRuleError, ValueError) as exc:
         raise UserError(str(exc)) from None
     if bool(session) == bool(file):

@@ -253,13 +253,13 @@ class Runner:
                     elif plan.call is not None:
                         await self._step(plan.call)
                     if plan.follow and not self.session.core.lost:
-                        if plan.call and not plan.script and self.outcomes:
-                            self._print(
-                                event(
-                                    "result",
-                                    {"method": self.outcomes[0].method, "result": self.outcomes[0].result},
-                                )
-                            )
+                        # What was asked for, before what follows: the method's result, or each
+                        # step's ("step" numbers it; a failed step's error goes to stderr).
+                        for number, outcome in enumerate(self.outcomes):
+                            if outcome.error is None or isinstance(outcome.error, ToolError):
+                                step = {"step": number} if plan.script else {}
+                                body = {**step, "method": outcome.method, "result": _shown(outcome)}
+                                self._print(event("result", body))
                         self._following = True
                         # --timeout is how long to follow, from now.
                         limit.reschedule(asyncio.get_running_loop().time() + plan.timeout)

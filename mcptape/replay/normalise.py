@@ -15,7 +15,9 @@ Defaults, each of which the user can turn off (``--keep CATEGORY``):
     (``Thu, 26 Nov 2026 15:30:01 GMT``) and C's ``ctime`` (``Thu Nov 26 15:30:01 2026``);
     and members named like ``timestamp``/``createdAt``/``lastModified``.
 
-On top, ``--ignore`` rules: a JSON Pointer whose segments may be ``*`` (any member or
+On top, ``--ignore-text`` regular expressions: what they match inside any string is
+replaced by ``<ignored>`` on both sides (a random number or a duration inside a tool's
+text, which ``--ignore`` could only leave out with the whole text); and ``--ignore`` rules: a JSON Pointer whose segments may be ``*`` (any member or
 element), optionally scoped to a method (``tools/call=/result/content/*/annotations``)
 or to one tool (``tools/call:weather=/result/structuredContent/humidity``). An ignored
 member is removed from both sides. A rule whose pointer is ``/`` removes matching
@@ -39,6 +41,7 @@ TIME_KEYS: Final = frozenset(
     {"timestamp", "createdAt", "updatedAt", "lastModified", "lastUpdatedAt", "startedAt", "endedAt", "time"}
 )
 MINTED: Final = "<minted>"
+IGNORED: Final = "<ignored>"
 TIMESTAMP: Final = "<timestamp>"
 UUID: Final = "<uuid>"
 _UUID_RE: Final = re.compile(
@@ -106,23 +109,40 @@ def parse_ignore(text: str) -> IgnoreRule:
     return IgnoreRule(segments, method or None, tool or None)
 
 
+def parse_text(pattern: str) -> re.Pattern[str]:
+    """An ``--ignore-text`` regular expression (Python syntax), compiled."""
+    if not pattern:
+        raise IgnoreRuleError("--ignore-text '': give a regular expression that matches something")
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise IgnoreRuleError(f"--ignore-text {pattern!r}: not a regular expression: {exc}") from None
+    if compiled.match(""):
+        raise IgnoreRuleError(f"--ignore-text {pattern!r} matches the empty string: it would mark every gap")
+    return compiled
+
+
 @dataclass(frozen=True)
 class Normaliser:
     """What to take out of messages before they are compared."""
 
     keep: frozenset[str] = frozenset()
     ignores: tuple[IgnoreRule, ...] = field(default_factory=tuple)
+    texts: tuple[re.Pattern[str], ...] = field(default_factory=tuple)
 
     @classmethod
-    def from_options(cls, keep: Iterable[str] = (), ignores: Iterable[str] = ()) -> Normaliser:
-        """From ``--keep`` categories and ``--ignore`` rules (raises IgnoreRuleError, ValueError)."""
+    def from_options(
+        cls, keep: Iterable[str] = (), ignores: Iterable[str] = (), texts: Iterable[str] = ()
+    ) -> Normaliser:
+        """From ``--keep`` categories, ``--ignore`` rules and ``--ignore-text`` regular expressions
+        (raises IgnoreRuleError, ValueError)."""
         keep = frozenset(keep)
         unknown = keep - set(CATEGORIES)
         if unknown:
             raise ValueError(
                 f"unknown --keep category {sorted(unknown)[0]!r} (expected {', '.join(CATEGORIES)})"
             )
-        return cls(keep, tuple(parse_ignore(i) for i in ignores))
+        return cls(keep, tuple(parse_ignore(i) for i in ignores), tuple(parse_text(t) for t in texts))
 
     def dropped(self, method: str | None, tool: str | None = None) -> bool:
         """Whether messages of this method are left out of the comparison (a ``METHOD=/`` rule)."""
@@ -160,6 +180,8 @@ class Normaliser:
         return value
 
     def _string(self, text: str) -> str:
+        for pattern in self.texts:
+            text = pattern.sub(IGNORED, text)
         if "ids" not in self.keep and "-" in text:
             text = _UUID_RE.sub(UUID, text)
         if "timestamps" not in self.keep:

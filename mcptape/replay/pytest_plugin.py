@@ -8,7 +8,7 @@ Two fixtures, one option:
     real server needed); when recording, it is ``mcptape record`` in front of
     ``command``, and the session is written to the recording file after the test.
 
-``mcptape_replay(command, recording=None, ignore=(), keep=())``
+``mcptape_replay(command, recording=None, ignore=(), keep=(), ignore_text=())``
     For testing an MCP *server*: replays a recording (by default this test's own)
     against ``command`` and fails the test with the diff when responses differ.
 
@@ -167,7 +167,7 @@ def mcptape_server(
 
 @pytest.fixture
 def mcptape_replay(request: pytest.FixtureRequest, mcptape_record_mode: str) -> Callable[..., str]:
-    """A function: ``mcptape_replay(command, recording=None, ignore=(), keep=())`` replays a
+    """A function: ``mcptape_replay(command, recording=None, ignore=(), keep=(), ignore_text=())`` replays a
     recording against ``command`` and fails the test with the diff; returns the report text."""
 
     def replay(
@@ -176,6 +176,7 @@ def mcptape_replay(request: pytest.FixtureRequest, mcptape_record_mode: str) -> 
         ignore: Sequence[str] = (),
         keep: Sequence[str] = (),
         timeout: float = 30.0,
+        ignore_text: Sequence[str] = (),
     ) -> str:
         path = recording_path(request.node, recording)
         if not path.exists():
@@ -189,6 +190,8 @@ def mcptape_replay(request: pytest.FixtureRequest, mcptape_record_mode: str) -> 
             argv += ["--ignore", rule]
         for category in keep:
             argv += ["--keep", category]
+        for pattern in ignore_text:
+            argv += ["--ignore-text", pattern]
         if mcptape_record_mode in ("all", "rewrite"):
             argv.append("--update")
         proc = subprocess.run([*argv, "--", *command], capture_output=True, text=True, timeout=timeout * 20)

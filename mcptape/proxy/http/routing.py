@@ -7,7 +7,9 @@ elicitation, roots) belongs on one of those requests' streams: the one whose req
 carried the message's progress token, or the one named by related-request metadata,
 or the only one open. Everything else goes on the session's GET stream (``None``).
 A request the client cancelled (``notifications/cancelled``) is no longer in flight: the
-server need not answer it, and what it sends afterwards is not that request's.
+server need not answer it, and what it sends afterwards is not that request's. An answer
+that comes all the same goes on the cancelled request's (ended) stream, kept for
+``Last-Event-ID`` like any event, never on the GET stream or another request's.
 
 Ids are compared as peers compare them (``1`` and ``1.0`` are one id).
 """
@@ -21,6 +23,7 @@ from typing import Any
 from mcptape.frames import classify_message, encode_id
 from mcptape.ids import id_key
 
+MAX_CANCELLED = 1024  # cancelled requests remembered for a late answer
 RELATED_KEYS = ("io.modelcontextprotocol/related-request-id", "relatedRequestId")
 
 
@@ -41,6 +44,7 @@ class Router:
 
     def __init__(self) -> None:
         self.open: dict[str, OpenStream] = {}
+        self.cancelled: dict[str, str] = {}  # id key of a cancelled request -> its stream
 
     def opened(self, stream: str, message: Any) -> bool:
         """A POST carried ``message`` (parsed JSON); True if it holds requests (its stream stays open)."""
@@ -69,7 +73,8 @@ class Router:
     def _route_one(self, item: Any) -> str | None:
         c = classify_message(item)
         if c.kind in ("response", "error") and c.rpc_id is not None:
-            return self._stream_of(id_key(c.rpc_id))
+            key = id_key(c.rpc_id)
+            return self._stream_of(key) or self.cancelled.pop(key, None)
         params = item.get("params") if isinstance(item, dict) else None
         if isinstance(params, dict):
             token = params.get("progressToken")
@@ -112,7 +117,7 @@ class Router:
                     break
         return done
 
-    def cancelled(self, message: Any) -> list[str]:
+    def cancel(self, message: Any) -> list[str]:
         """The client cancelled the requests ``message`` names; returns the streams now fully settled."""
         done = []
         for item in _items(message):
@@ -125,6 +130,9 @@ class Router:
             for stream, entry in list(self.open.items()):
                 if key in entry.ids:
                     entry.ids.discard(key)
+                    if len(self.cancelled) >= MAX_CANCELLED:
+                        del self.cancelled[next(iter(self.cancelled))]
+                    self.cancelled[key] = stream
                     if not entry.ids:
                         del self.open[stream]
                         done.append(stream)

@@ -305,7 +305,7 @@ class HttpSessionLink(DownstreamLink):
                         stream.prime()
                 # A cancelled request's stream ends: else it stays "the only request in
                 # flight" and takes what the server sends later about anything else.
-                for done in self.router.cancelled(message):
+                for done in self.router.cancel(message):
                     self._retire(done)
         try:
             await self.receive(frame)
