@@ -15,6 +15,18 @@ from typing import Any
 from tests.conftest import MCPTAPE, ROOT
 
 RAW_ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "raw_echo.py")]
+# A 2025 client's first request and its notification, as tests send them by hand.
+INITIALIZE: dict[str, Any] = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+INITIALIZED: dict[str, Any] = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 class Recording:

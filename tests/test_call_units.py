@@ -168,3 +168,21 @@ def test_envelope_and_lines() -> None:
         )
         == "a\nb"
     )
+
+
+def test_script_fields_are_the_flags_in_camel_case_completion_ref_included() -> None:
+    fields = {"method": "completion/complete", "completionRef": "ref/prompt/p", "argumentName": "a"}
+    [step] = parse_script(
+        '[{"method": "completion/complete", "completionRef": "ref/prompt/p", "argumentName": "a"}]'
+    )
+    assert step.fields == fields
+    call = call_from_step(fields, Call("ping"))
+    assert (call.ref, call.argument_name) == ("ref/prompt/p", "a")
+    assert (
+        call_from_step({"method": "completion/complete", "ref": "ref/prompt/q"}, Call("ping")).ref
+        == "ref/prompt/q"
+    )
+    with pytest.raises(ValidationError, match="step 0: give 'completionRef' or 'ref'"):
+        parse_script(
+            '[{"method": "completion/complete", "completionRef": "ref/prompt/p", "ref": "ref/prompt/q"}]'
+        )

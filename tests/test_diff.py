@@ -300,3 +300,38 @@ def test_batches_and_proxy_copies_of_requests_are_handled() -> None:
     snap = snapshot(pairs)
     assert snap.surfaces["tools/list"] == {"add": ADD}
     assert snap.exchanges == []
+
+
+def test_answers_are_compared_after_the_replay_normalisation() -> None:
+    from mcptape.replay.normalise import Normaliser
+
+    info = {"name": "info", "arguments": {"path": "/a"}}
+    weather = {"name": "weather", "arguments": {}}
+
+    def answers(when: str, uuid: str, humidity: int) -> list[tuple[dict[str, Any], Any]]:
+        text = {"content": [{"type": "text", "text": f"modified: {when}\nid {uuid}"}]}
+        return [
+            (info, {"result": text}),
+            (weather, {"result": {"structuredContent": {"humidity": humidity}}}),
+        ]
+
+    a = snapshot(
+        session(
+            [], answers("Thu Nov 26 2026 15:30:01 GMT+0000 (UTC)", "123e4567-e89b-12d3-a456-426614174000", 45)
+        )
+    )
+    b = snapshot(
+        session(
+            [], answers("Fri Nov 27 2026 09:00:00 GMT+0000 (UTC)", "00000000-e89b-12d3-a456-426614174000", 46)
+        )
+    )
+    assert [c.name for c in compare(a, b).changes] == [
+        "tools/call info",
+        "tools/call weather",
+    ]  # no normaliser
+    assert [c.name for c in compare(a, b, Normaliser()).changes] == ["tools/call weather"]
+    ignored = Normaliser.from_options(ignores=["tools/call:weather=/result/structuredContent/humidity"])
+    assert compare(a, b, ignored).changes == []
+    kept = Normaliser.from_options(keep=["timestamps"])
+    [info_change, _] = compare(a, b, kept).changes
+    assert [p["pointer"] for p in info_change.pointers] == ["/result/content/0/text"]

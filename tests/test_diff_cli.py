@@ -141,3 +141,27 @@ def test_json_output_of_a_hostile_recording_is_valid_json_with_no_raw_controls(
     assert done.returncode == 0, done.stderr
     assert not any(ch in done.stdout for ch in ("\u009b", "\x7f", "\u202e"))
     assert "echo\u009b2J\u007f\u202e" in json.dumps(json.loads(done.stdout), ensure_ascii=False)
+
+
+def test_two_recordings_differing_only_by_the_clock_do_not_differ(tmp_path: Path) -> None:
+    def recording(name: str, when: str) -> Path:
+        lines = [
+            ("c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "stat", "arguments": {}}}),
+            ("s2c", {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": f"modified: {when}"}]}}),
+        ]  # fmt: skip
+        path = tmp_path / name
+        path.write_text(
+            "".join(json.dumps({"dir": d, "t": 1.0, "frame": json.dumps(m)}) + "\n" for d, m in lines)
+        )
+        return path
+
+    a = recording("a.jsonl", "2026-11-26T15:30:01Z")
+    b = recording("b.jsonl", "Thu, 26 Nov 2026 16:00:00 GMT")
+    same = mcptape("diff", str(a), str(b), db=tmp_path / "none.db")
+    assert same.returncode == 0 and same.stdout.splitlines()[-1].endswith("1 answers compared, 0 differ"), (
+        same.stdout
+    )
+    kept = mcptape("diff", str(a), str(b), "--keep", "timestamps", db=tmp_path / "none.db")
+    assert kept.stdout.splitlines()[-1].endswith("1 answers compared, 1 differ"), kept.stdout
+    bad = mcptape("diff", str(a), str(b), "--ignore", "result", db=tmp_path / "none.db")
+    assert_one_line_error(bad, "--ignore 'result': expected a JSON Pointer")

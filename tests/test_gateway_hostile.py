@@ -19,19 +19,10 @@ from typing import Any
 import aiohttp
 
 from tests.gateway_proc import GatewayProcess
+from tests.recording import INITIALIZE as INIT
 from tests.recording import query
 
 ROOT = Path(__file__).resolve().parent.parent
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 

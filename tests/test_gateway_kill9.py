@@ -15,18 +15,8 @@ from pathlib import Path
 
 from tests.conftest import MCPTAPE
 from tests.gateway_proc import GatewayProcess
+from tests.recording import INITIALIZE as INIT
 from tests.test_gateway_hostile_http import BIG, fetch
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "w", "version": "1"},
-    },
-}
 
 
 def test_sigkill_mid_burst_leaves_a_consistent_database_and_lost_sessions(tmp_path: Path) -> None:

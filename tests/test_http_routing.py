@@ -65,3 +65,26 @@ def test_a_batch_of_requests_keeps_its_stream_until_every_one_is_answered() -> N
     assert router.opened("p1", [req(1), req(2), {"jsonrpc": "2.0", "method": "n"}]) is True
     assert router.answered([{"jsonrpc": "2.0", "id": 1, "result": {}}]) == []
     assert router.answered({"jsonrpc": "2.0", "id": 2, "result": {}}) == ["p1"]
+
+
+def test_a_cancelled_request_is_no_longer_in_flight() -> None:
+    router = Router()
+    router.opened("p1", [req(1), req(2)])
+    router.opened("p2", req("b"))
+    cancel = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": 1.0, "reason": "x"},
+    }
+    assert router.cancelled(cancel) == []  # p1 still waits for request 2
+    assert router.cancelled(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    ) == ["p1"]
+    log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "later"}}
+    assert router.route(log) == "p2"  # the only request still in flight
+    assert router.cancelled({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}) == []
+    assert router.cancelled(req(3)) == []
+    assert router.cancelled(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "b"}}
+    ) == ["p2"]
+    assert router.route(log) is None  # the GET stream

@@ -149,3 +149,13 @@ def test_a_typo_in_the_record_mode_is_a_usage_error(tmp_path: Path) -> None:
     proc = run_pytest(write_project(tmp_path), DEMO, "--mcptape-record-mode=onse")
     assert proc.returncode == 4
     assert "invalid choice: 'onse'" in proc.stderr
+
+
+def test_a_recording_broken_by_a_hand_edit_fails_the_client_test_saying_where(project: Path) -> None:
+    with (project / RECORDING).open("a") as f:
+        f.write('{"dir": "s2c", "t": 1.5, "frame": "{\\"jsonrpc\\"\n')  # an edit cut short
+    proc = run_pytest(project, NO_SERVER, "test_client.py")
+    assert proc.returncode == 1
+    assert "the MCP recording cannot be played: " in proc.stdout
+    lines = len((project / RECORDING).read_text().splitlines())
+    assert f"{RECORDING.name}:{lines}: not a line of `mcptape export`" in proc.stdout

@@ -227,7 +227,8 @@ def test_sigint_stops_recording_cleanly(db_path: Path) -> None:
 def test_client_eof_shuts_the_server_down_stdin_then_sigterm_then_sigkill(
     db_path: Path, server_flags: tuple[str, ...], last_step: str
 ) -> None:
-    rec = Recording(db_path, [*RAW_ECHO, *server_flags], "--grace", "0.5")
+    # The echo leaves request 1 unanswered: --answer-wait bounds the wait for its answer.
+    rec = Recording(db_path, [*RAW_ECHO, *server_flags], "--grace", "0.5", "--answer-wait", "0.3")
     try:
         rec.send(b'{"jsonrpc":"2.0","id":1,"method":"m"}\n')
         rec.recv()

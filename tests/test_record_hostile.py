@@ -75,7 +75,7 @@ def test_sigterm_ends_record_when_the_server_stops_reading_and_every_pipe_is_ful
 
 
 def test_client_eof_ends_record_when_the_server_ignores_stdin_and_sigterm(db_path: Path) -> None:
-    rec = Recording(db_path, [*HOSTILE, "deaf"], "--grace", "0.3")
+    rec = Recording(db_path, [*HOSTILE, "deaf"], "--grace", "0.3", "--answer-wait", "0.3")
     try:
         rec.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
         rec.close_stdin()

@@ -317,3 +317,20 @@ def test_id_keys_match_the_relays() -> None:
     for value in (0, 7, -3, 2**70, 1.0, 1.5, "7", "é", None, True):
         assert id_key(value) == text_key(encode_id(value)), value
     assert id_key(1) == id_key(1.0) and id_key(1) != id_key("1")
+
+
+def test_dates_as_javascript_http_and_ctime_print_them_are_timestamps() -> None:
+    n = Normaliser()
+    text = (
+        "created: Thu Nov 26 2026 15:30:01 GMT+0000 (Coordinated Universal Time)\n"
+        "modified: Fri Jan 02 2026 09:05:59 GMT-0500 (Eastern Standard Time)\n"
+        "http: Thu, 26 Nov 2026 15:30:01 GMT, mail: Thu, 6 Nov 2026 15:30:01 +0100\n"
+        "ctime: Thu Nov  6 15:30:01 2026; size: 6"
+    )
+    assert n.normalise(text) == (
+        "created: <timestamp>\nmodified: <timestamp>\nhttp: <timestamp>, mail: <timestamp>\n"
+        "ctime: <timestamp>; size: 6"
+    )
+    assert Normaliser.from_options(keep=["timestamps"]).normalise(text) == text
+    # Words that only look like the start of a date stay.
+    assert n.normalise("Thu Nov 26 meeting at 15:30") == "Thu Nov 26 meeting at 15:30"

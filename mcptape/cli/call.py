@@ -27,13 +27,35 @@ class CallUsageError(UserError):
 
 
 class CallCommand(click.Command):
-    """Click's own usage errors (an unknown option, a bad value) as one line with exit status 1."""
+    """Click's own usage errors (an unknown option, a bad value) as one line with exit status 1.
+
+    With --structured, a usage error is also a ``validation`` envelope on stdout: a
+    pipeline or an agent parsing stdout gets JSON whatever went wrong.
+    """
 
     def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        given = list(args)  # click consumes args as it parses them
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as exc:
+            if "--structured" in given[: given.index("--") if "--" in given else len(given)]:
+                _usage_envelope(exc.format_message(), None)
             raise CallUsageError(exc.format_message()) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except CallUsageError as exc:
+            if ctx.params.get("structured"):
+                _usage_envelope(exc.format_message(), ctx.params.get("method"))
+            raise
+
+
+def _usage_envelope(message: str, method: str | None) -> None:
+    from mcptape.client.errors import ValidationError
+    from mcptape.client.output import dumps, envelope
+
+    click.echo(dumps(envelope(method or "", 0.0, None, ValidationError(message), [], [], [])))
 
 
 def _json_option(value: str | None, flag: str) -> Any:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.replay_options import comparison_options
 
 if TYPE_CHECKING:
     from mcptape.replay.schema_diff import Change, Report, Snapshot
@@ -32,7 +33,16 @@ MARKS = {"added": "+", "removed": "-", "changed": "~", "differs": "~"}
     is_flag=True,
     help="Exit with status 1 when a change is breaking (for CI); the report is printed either way.",
 )
-def diff(a: str, b: str, db: str | None, as_json: bool, fail_on_breaking: bool) -> None:
+@comparison_options
+def diff(
+    a: str,
+    b: str,
+    db: str | None,
+    as_json: bool,
+    fail_on_breaking: bool,
+    keep: tuple[str, ...],
+    ignore: tuple[str, ...],
+) -> None:
     """Compare two recordings of a server: its tools, prompts, resources and answers.
 
     A and B are each a session (an id, a unique prefix of one, a session name
@@ -40,7 +50,9 @@ def diff(a: str, b: str, db: str | None, as_json: bool, fail_on_breaking: bool) 
     tools, prompts, resources, resource templates and capabilities added,
     removed or changed between A and B, and the requests both recordings made
     (same method and parameters, `_meta` aside) whose answers differ, with the
-    JSON pointers that differ.
+    JSON pointers that differ. Answers are compared after the normalisation
+    `replay` applies: timestamps, minted ids and UUIDs are left out (--keep puts
+    them back, --ignore leaves out more).
 
     \b
     Each change is classified:
@@ -59,11 +71,17 @@ def diff(a: str, b: str, db: str | None, as_json: bool, fail_on_breaking: bool) 
       mcptape diff v1 v2
       mcptape diff tests/recordings/release.jsonl last --fail-on-breaking
       mcptape diff v1 v2 --json | jq '.changes[] | select(.severity == "breaking")'
+      mcptape diff v1 v2 --ignore 'tools/call:weather=/result/structuredContent/humidity'
     """
+    from mcptape.replay.normalise import IgnoreRuleError, Normaliser
     from mcptape.replay.schema_diff import compare
 
+    try:
+        normaliser = Normaliser.from_options(keep, ignore)
+    except (IgnoreRuleError, ValueError) as exc:
+        raise UserError(str(exc)) from None
     first, second = load(a, db), load(b, db)
-    report = compare(first[1], second[1])
+    report = compare(first[1], second[1], normaliser)
     if as_json:
         import orjson
 

@@ -37,6 +37,16 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
     help="On shutdown, wait this long after closing the server's stdin, then after SIGTERM, before SIGKILL.",
 )
 @click.option(
+    "--answer-wait",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="When the client closes its stdin with requests still unanswered, the server (its stdin "
+    "closed, as directly) may answer them until it has been silent this long; then the shutdown "
+    "above. 0: no wait.",
+)
+@click.option(
     "--echo-stderr/--no-echo-stderr",
     default=True,
     show_default=True,
@@ -80,6 +90,7 @@ def record(
     upstream: str | None,
     config_path: str | None,
     grace: float,
+    answer_wait: float,
     echo_stderr: bool,
     on_store_error: str,
     handle_sampling: str | None,
@@ -142,6 +153,7 @@ def record(
             name=name or upstream,
             db=db,
             grace=grace,
+            answer_wait=answer_wait,
             on_store_error=on_store_error,
             upstream_link=remote[1],
             transport=remote[2],
@@ -161,6 +173,7 @@ def record(
         name=name or upstream,
         db=db,
         grace=grace,
+        answer_wait=answer_wait,
         echo_stderr=echo_stderr,
         on_store_error=on_store_error,
         rules=rules,

@@ -39,6 +39,7 @@ STEP_TO_CALL = {
     "level": "level",
     "taskId": "task_id",
     "ref": "ref",
+    "completionRef": "ref",  # the flag --completion-ref in camelCase, as the help says fields are
     "argumentName": "argument_name",
     "argumentValue": "argument_value",
     "runAsTask": "run_as_task",

@@ -35,6 +35,7 @@ STEP_FIELDS = {
     "level": str,
     "taskId": str,
     "ref": str,
+    "completionRef": str,  # --completion-ref; "ref" is the older name
     "argumentName": str,
     "argumentValue": str,
     "runAsTask": bool,
@@ -87,6 +88,8 @@ def parse_script(text: str, source: str = "--script") -> list[ScriptStep]:
                 )
             if not isinstance(value, wanted) and not _refs(value):
                 raise ValidationError(f"{where}: {key!r} must be a {wanted.__name__}")
+        if "ref" in item and "completionRef" in item:
+            raise ValidationError(f"{where}: give 'completionRef' or 'ref' (the same thing), not both")
         for ref in _refs(item):
             head, _, _ = ref.partition("/")
             if not head.isdigit() or int(head) >= index:

@@ -437,7 +437,8 @@ class Gateway:
             return await self.pump(request, session, found[0], found[1], {})
         if session.link.get_stream.attached:
             return error_response(409, "this session already has a GET stream open")
-        return await self.pump(request, session, session.link.get_stream, session.link.get_stream.count, {})
+        get = session.link.get_stream
+        return await self.pump(request, session, get, get.delivered, {})
 
     async def _mcp_delete(self, request: web.Request) -> web.StreamResponse:
         passed = self._passed(request)

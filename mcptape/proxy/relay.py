@@ -23,8 +23,11 @@ Lifecycle (:meth:`Relay.run`), every wait bounded:
 - the server ends (its output closes): what it still writes reaches the client, every
   client request still pending gets a JSON-RPC error saying how the server ended and
   its last stderr line, and the session ends ``ok`` or ``error`` with its exit status;
-- the client ends: the server is shut down gracefully (``Link.aclose``: stdin closed,
-  SIGTERM, SIGKILL, a grace apart) and the session ends ``closed``;
+- the client ends: with ``answer_wait``, the server first sees the end of its input and
+  has that long (from its last frame) to answer the requests the client still waits
+  for, as it would answer them with nobody between (``echo request | mcptape record --
+  server``); then it is shut down gracefully (``Link.aclose``: stdin closed, SIGTERM,
+  SIGKILL, a grace apart) and the session ends ``closed``;
 - :meth:`Relay.stop` (a signal): reading from the client stops, the server is shut
   down the same way, the session ends ``interrupted``.
 """
@@ -35,12 +38,14 @@ import asyncio
 import contextlib
 import itertools
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 
 from mcptape.frames import Direction, Frame, classify_batch, id_key, opposite
+from mcptape.ids import encode_id
 from mcptape.proxy.addons import AddonManager, Flow, Outcome, SessionContext
 from mcptape.proxy.flow import error_bytes
 from mcptape.proxy.link import Link, LinkClosed, LinkEnd, wait_from_thread
@@ -49,7 +54,9 @@ from mcptape.proxy.process import status_sentence
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
 CONNECTION_CLOSED = -32000
 CLIENT_LINGER_S = 1.0  # how long the client link may take to take our last frames
+ANSWER_POLL_S = 0.02  # how often a client's end looks whether its last requests were answered
 OWN_PREFIX = "mcptape-"
+CANCELLED = "notifications/cancelled"
 
 Pending = dict[str, list[tuple[str, str, int | None]]]  # id_key -> [(id text, method, batch group)]
 
@@ -79,12 +86,15 @@ class Relay:
         session: SessionContext,
         *,
         grace: float = 2.0,
+        answer_wait: float = 0.0,
     ) -> None:
         self.client = client
         self.server = server
         self.addons = addons
         self.session = session
         self.grace = grace
+        self.answer_wait = answer_wait
+        self._heard = 0.0  # time.monotonic() of the server's last frame (for answer_wait)
         self.stop_reason: str | None = None
         self.server_end: LinkEnd | None = None
         self._pending: Pending = {}  # client requests forwarded and not yet answered
@@ -120,6 +130,8 @@ class Relay:
 
     def deliver(self, frame: Frame) -> Awaitable[Any] | None:
         """Take a frame a link received (any thread); None, or an awaitable to wait on first."""
+        if frame.direction == "s2c":
+            self._heard = time.monotonic()
         if self._own and frame.kind in ("response", "error"):
             own = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
             if own is not None:
@@ -160,7 +172,9 @@ class Relay:
         out = flow.outgoing
         if out is not None:
             dst = self.server if frame.direction == "c2s" else self.client
-            if out.kind in ("request", "response", "error", "batch"):
+            if out.kind in ("request", "response", "error", "batch") or (
+                out.kind == "notification" and out.method == CANCELLED and out.direction == "c2s"
+            ):
                 self._track(out)
             try:
                 pending = dst.send(out)
@@ -186,7 +200,9 @@ class Relay:
         kind = frame.kind
         with self._lock:
             if frame.direction == "c2s":
-                if kind == "request" and frame.rpc_id is not None:
+                if kind == "notification":
+                    self._cancelled(frame)
+                elif kind == "request" and frame.rpc_id is not None:
                     self._pending.setdefault(id_key(frame.rpc_id), []).append(
                         (frame.rpc_id, frame.method or "", None)
                     )
@@ -203,6 +219,14 @@ class Relay:
                 for c in classify_batch(frame.data):
                     if c.kind in ("response", "error") and c.rpc_id is not None:
                         self._answered(c.rpc_id)
+
+    def _cancelled(self, frame: Frame) -> None:
+        """Under _lock: a request the client cancelled is answered by nobody (the server SHOULD NOT)."""
+        message = frame.message
+        params = message.get("params") if isinstance(message, dict) else None
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+            self._answered(encode_id(request_id))
 
     def _answered(self, rpc_id: str) -> None:
         key = id_key(rpc_id)
@@ -357,8 +381,42 @@ class Relay:
 
     async def _client_ended(self) -> Outcome:
         self.emit("client_closed", "the client closed the connection")
+        gave_up = await self._await_answers()
         end = await self._close_server()
+        if gave_up:
+            # The client may still be reading (a pipeline): say what became of its requests.
+            how = "was stopped after the client closed its input" if end.stopped_by_us else None
+            await self._fail_pending(end, how)
         return Outcome("closed", end.exit_code, None, ended_by="client", stopped_by_us=end.stopped_by_us)
+
+    async def _await_answers(self) -> bool:
+        """After the client's end, let the server answer what the client still waits for.
+
+        The server sees the end of its input at once, as it would directly; the wait
+        ends when nothing is pending, the server ends, a stop is asked for, or the server
+        has been silent for ``answer_wait`` seconds (a progress notification restarts it).
+        True when it gave up on requests still pending (silence or a stop); a server that
+        ends on its own without answering leaves the client no answer, as it would directly.
+        """
+        if self.answer_wait <= 0 or not self._pending:
+            return False
+        assert self._stop is not None
+        self.server.close_send()
+        s2c = self._ended["s2c"]
+        self._heard = max(self._heard, time.monotonic())
+        while self._pending and not s2c.done() and not self._stop.is_set():
+            quiet = time.monotonic() - self._heard
+            if quiet >= self.answer_wait:
+                count = sum(len(waiting) for waiting in self._pending.values())
+                self.emit(
+                    "unanswered",
+                    f"the client closed with {count} request(s) unanswered; "
+                    f"the server was silent for {self.answer_wait:g} s",
+                )
+                return True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(s2c), min(ANSWER_POLL_S, self.answer_wait - quiet))
+        return self._stop.is_set() and bool(self._pending)
 
     async def _interrupted(self) -> Outcome:
         self.client.stop_receiving()
@@ -372,14 +430,18 @@ class Relay:
             stopped_by_us=True,
         )
 
-    async def _fail_pending(self, end: LinkEnd) -> None:
-        """Answer every client request the server left unanswered, in a form the client can match."""
+    async def _fail_pending(self, end: LinkEnd, how: str | None = None) -> None:
+        """Answer every client request the server left unanswered, in a form the client can match.
+
+        ``how``: what became of the server, when the way it ended does not say it.
+        """
         with self._lock:
             pending, self._pending = self._pending, {}
         if not pending:
             return
         tail = list(end.stderr_tail)
-        how = status_sentence(end.exit_code) if end.reason == "exited" else "closed the connection"
+        if how is None:
+            how = status_sentence(end.exit_code) if end.reason == "exited" else "closed the connection"
         if self.stop_reason:
             how = f"was stopped ({self.stop_reason})"
         last = f"; its last stderr line: {tail[-1]}" if tail else ""

@@ -40,6 +40,7 @@ class RecordPlan:
     name: str | None
     db: str | None
     grace: float = 2.0
+    answer_wait: float = 0.0  # see Relay: the server may answer after the client's end
     echo_stderr: bool = True
     on_store_error: str = "fail"
     rules: Rules | None = None  # injection rules: mcptape answers server requests they match
@@ -125,7 +126,7 @@ async def _relay_and_finish(
             f"recording {description} into {store.where()}. This speaks MCP (JSON-RPC) on stdin/stdout "
             "and is meant to be started by an MCP client (see `mcptape wrap`); Ctrl-C stops it."
         )
-    relay = Relay(client, server, addons, session, grace=plan.grace)
+    relay = Relay(client, server, addons, session, grace=plan.grace, answer_wait=plan.answer_wait)
     for addon in addons.addons:  # addons that send requests of their own (the injector's retries)
         use_relay = getattr(addon, "use_relay", None)
         if use_relay is not None:

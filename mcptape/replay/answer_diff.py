@@ -2,7 +2,9 @@
 
 Pure. Two requests are "the same" when their method and parameters are, ``_meta``
 and ``requestState`` aside (they change every run); the n-th such request in A is
-paired with the n-th in B. An answer that succeeded in A and fails in B (a JSON-RPC
+paired with the n-th in B. Answers are compared after the normalisation ``replay`` applies
+(timestamps, minted ids and UUIDs out by default; ``--keep`` and ``--ignore``), so two
+recordings of the same server do not differ by the clock. An answer that succeeded in A and fails in B (a JSON-RPC
 error, or a tool result with ``isError``) is ``breaking``; any other difference
 ``differs``, with the JSON pointers where the answers part.
 """
@@ -12,7 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from mcptape.replay.normalise import Normaliser
 
 # Keys whose values change every run or belong to the transport, never compared.
 VOLATILE = {"_meta", "requestState"}
@@ -76,19 +81,20 @@ def failed(answer: Any) -> bool:
 
 
 def compare_answers(
-    a: list[tuple[str, str, Any]], b: list[tuple[str, str, Any]]
+    a: list[tuple[str, str, Any]], b: list[tuple[str, str, Any]], normaliser: Normaliser | None = None
 ) -> tuple[int, int, int, list[AnswerDiff]]:
     """Pair the n-th occurrence of each request in A with the n-th in B and compare answers.
 
     Each list holds ``(method, request key, answer)``; returns how many pairs were
     compared, how many requests only A and only B made, and the pairs that differ.
+    ``normaliser`` takes out of both answers what changes on every run.
     """
     by_key: dict[str, list[Any]] = {}
     for _, key, answer in b:
         by_key.setdefault(key, []).append(answer)
     compared = only_a = 0
     out: list[AnswerDiff] = []
-    for _, key, answer in a:
+    for method, key, answer in a:
         queue = by_key.get(key)
         if not queue:
             only_a += 1
@@ -98,6 +104,11 @@ def compare_answers(
         left, right = strip_volatile(answer), strip_volatile(other)
         if left == right:
             continue
+        if normaliser is not None:
+            tool = _tool(method, key)
+            left, right = normaliser.normalise(left, method, tool), normaliser.normalise(right, method, tool)
+            if left == right:
+                continue
         name = _request_name(key)
         diffs = [_pointer(p, x, y) for p, x, y in json_differences(left, right)]
         severity: Literal["breaking", "differs"] = (
@@ -124,3 +135,12 @@ def _request_name(key: str) -> str:
     params = json.loads(params_text)
     name = params.get("name") or params.get("uri") if isinstance(params, dict) else None
     return f"{method} {name}" if isinstance(name, str) else method
+
+
+def _tool(method: str, key: str) -> str | None:
+    """The tool a ``tools/call`` request key names (for ``--ignore METHOD:TOOL=...`` rules)."""
+    if method != "tools/call":
+        return None
+    params = json.loads(key.partition(" ")[2])
+    name = params.get("name") if isinstance(params, dict) else None
+    return name if isinstance(name, str) else None

@@ -10,6 +10,9 @@ and lives on the event loop:
   notifications (a progress notification carries the live request's progress token),
   and server-initiated requests, each sent to the client and its answer awaited (the
   relay records it) before the next;
+- what the server sent while no request was in flight (``notifications/initialized``
+  often starts a ``tools/list_changed`` or a ``roots/list``) is sent again after the
+  live client message that preceded it in the recording (:mod:`mcptape.replay.loose`);
 - ``initialize`` and ``server/discover`` are answered from the recording whatever the
   client asks (``ping`` gets ``{}`` when the recording has none);
 - a request with no match gets a JSON-RPC error naming the nearest recorded requests
@@ -38,6 +41,7 @@ from mcptape.frames import Frame, classify_message
 from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkClosed, LinkEnd, wait_from_thread
 from mcptape.replay.book import AnswerBook, Entry
 from mcptape.replay.forwarding import Forwarder
+from mcptape.replay.loose import Anchors, Item, anchored
 from mcptape.replay.matchers import miss_message
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.tape import Exchange, ServerCall, Tape, id_key
@@ -77,6 +81,7 @@ class TapeServer:
             else:
                 entries.append(Entry(e.index, e.method, e.params, e))
         self.book = AnswerBook(entries, normaliser)
+        self._anchors = Anchors(anchored(tape))
         self.misses: list[str] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._deliver: Deliver | None = None
@@ -108,14 +113,18 @@ class TapeServer:
     def send(self, frame: Frame) -> Awaitable[Any] | None:
         if not self._open:
             raise LinkClosed("tape: closed")
-        if threading.get_ident() != self._loop_thread and self._answer_here(frame):
+        after: list[Item] = []
+        if self._anchors.items:
+            with self._book_lock:
+                after = self._anchors.after(self._messages(frame))
+        if not after and threading.get_ident() != self._loop_thread and self._answer_here(frame):
             return None
         loop = self._loop
         if loop is not None:
             with self._book_lock:
                 self._queued += 1
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self._received, frame)
+                loop.call_soon_threadsafe(self._received, frame, after)
         return None
 
     def _answer_here(self, frame: Frame) -> bool:
@@ -196,17 +205,22 @@ class TapeServer:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _received(self, frame: Frame) -> None:
+    def _received(self, frame: Frame, after: list[Item] | None = None) -> None:
         with self._book_lock:
             self._queued -= 1
         if frame.kind == "malformed":
             error = _not_a_message(frame.data)
             if error is not None:  # answered as a JSON-RPC server answers it
                 self._spawn(self._out({"jsonrpc": "2.0", "id": None, "error": error}))
-        for message in self._messages(frame):
+        messages = self._messages(frame)
+        requests = [m for m in messages if classify_message(m).kind == "request"]
+        if after and not requests:
+            self._spawn(self._play_items(after))
+        for message in messages:
             kind = classify_message(message).kind
             if kind == "request":
-                self._request(message, frame)
+                # What the server sent after this request's answer follows the last request's answer.
+                self._request(message, frame, after if message is requests[-1] else None)
             elif kind in ("response", "error"):
                 key = id_key(message.get("id"))
                 call = self._calls.pop(key, None)
@@ -223,7 +237,7 @@ class TapeServer:
         items = value if isinstance(value, list) else [value]
         return [m for m in items if isinstance(m, dict)]
 
-    def _request(self, message: dict[str, Any], frame: Frame) -> None:
+    def _request(self, message: dict[str, Any], frame: Frame, after: list[Item] | None = None) -> None:
         method, params = message.get("method"), message.get("params")
         if method in HANDSHAKES:
             exchange = self.handshakes.get(method)
@@ -231,6 +245,8 @@ class TapeServer:
                 self._spawn(
                     self._out(_error(message, MISS, "mcptape serve: the recording has no server/discover"))
                 )
+                if after:
+                    self._spawn(self._play_items(after))
                 return
             exchange = exchange or next(iter(self.handshakes.values()), None)
             if exchange is not None and exchange.response is not None:
@@ -239,15 +255,19 @@ class TapeServer:
                         {"jsonrpc": "2.0", "id": message.get("id"), "result": exchange.response["result"]}
                     )
                 )
+                if after:
+                    self._spawn(self._play_items(after))
                 if self.forwarder is not None and method == "initialize":
                     self.forwarder.initialize(message)
                 return
         with self._book_lock:
             entry = self.book.take(method if isinstance(method, str) else None, params)
         if entry is not None:
-            self._spawn(self._play(entry.answer, message))
+            self._spawn(self._play(entry.answer, message, after))
         else:
             self._miss(message)
+            if after:
+                self._spawn(self._play_items(after))
 
     def _miss(self, message: dict[str, Any]) -> None:
         """A request the tape has no answer for: forwarded, ``ping``'s empty result, or the near misses."""
@@ -263,7 +283,17 @@ class TapeServer:
             self.misses.append(text)
             self._spawn(self._out(_error(message, MISS, text)))
 
-    async def _play(self, exchange: Exchange, request: dict[str, Any]) -> None:
+    async def _play_items(self, items: list[Item]) -> None:
+        """Loose server messages: notifications sent, server requests sent and their answers awaited."""
+        for what, item in items:
+            if what == "notification":
+                await self._out(item)
+            else:
+                await self._server_call(item)
+
+    async def _play(
+        self, exchange: Exchange, request: dict[str, Any], after: list[Item] | None = None
+    ) -> None:
         recorded_token, live_token = _token(exchange.request), _token(request)
         for what, item in exchange.timeline:
             if what == "notification":
@@ -282,6 +312,8 @@ class TapeServer:
         data = self._response_bytes(exchange, request)
         if data is not None:
             await self._out(data)
+        if after:
+            await self._play_items(after)
 
     @staticmethod
     def _response_bytes(exchange: Exchange, request: dict[str, Any]) -> bytes | None:

@@ -9,8 +9,11 @@ Defaults, each of which the user can turn off (``--keep CATEGORY``):
     values the server mints: members named like ``requestState``, ``nextCursor``,
     ``taskId``, ``sessionId``, and UUIDs anywhere inside a string;
 ``timestamps``
-    ISO 8601 date-times anywhere inside a string, and members named like
-    ``timestamp``/``createdAt``/``lastModified``.
+    date-times anywhere inside a string: ISO 8601, JavaScript's ``Date.toString()``
+    (``Thu Nov 26 2026 15:30:01 GMT+0000 (Coordinated Universal Time)``, what Node
+    servers such as server-filesystem print for file times), HTTP and RFC 2822 dates
+    (``Thu, 26 Nov 2026 15:30:01 GMT``) and C's ``ctime`` (``Thu Nov 26 15:30:01 2026``);
+    and members named like ``timestamp``/``createdAt``/``lastModified``.
 
 On top, ``--ignore`` rules: a JSON Pointer whose segments may be ``*`` (any member or
 element), optionally scoped to a method (``tools/call=/result/content/*/annotations``)
@@ -43,6 +46,15 @@ _UUID_RE: Final = re.compile(
 )
 _ISO_RE: Final = re.compile(
     r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?\b"
+)
+
+_DAY: Final = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+_MONTH: Final = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_TIME: Final = r"\d{2}:\d{2}:\d{2}"
+_TEXT_DATE_RE: Final = re.compile(
+    rf"\b{_DAY} {_MONTH} \d{{2}} \d{{4}} {_TIME}(?: GMT[+-]\d{{4}}(?: \([^()\n]{{1,64}}\))?)?"  # JavaScript
+    rf"|\b{_DAY}, \d{{1,2}} {_MONTH} \d{{4}} {_TIME}(?: (?:GMT|UTC|UT|[+-]\d{{4}}))?"  # HTTP, RFC 2822
+    rf"|\b{_DAY} {_MONTH} [ \d]\d {_TIME} \d{{4}}\b"  # ctime
 )
 
 
@@ -150,8 +162,11 @@ class Normaliser:
     def _string(self, text: str) -> str:
         if "ids" not in self.keep and "-" in text:
             text = _UUID_RE.sub(UUID, text)
-        if "timestamps" not in self.keep and "-" in text:
-            text = _ISO_RE.sub(TIMESTAMP, text)
+        if "timestamps" not in self.keep:
+            if "-" in text:
+                text = _ISO_RE.sub(TIMESTAMP, text)
+            if ":" in text:
+                text = _TEXT_DATE_RE.sub(TIMESTAMP, text)
         return text
 
 

@@ -36,10 +36,19 @@ from typing import Any
 
 import orjson
 
-from mcptape.frames import Frame, classify_message
+from mcptape.frames import Frame
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkEnd, wait_from_thread
 from mcptape.replay.book import AnswerBook, Entry
-from mcptape.replay.tape import Exchange, Step, Tape, TapeFrame, build_tape, id_key, tape_frame
+from mcptape.replay.tape import (
+    Exchange,
+    Step,
+    Tape,
+    TapeFrame,
+    build_tape,
+    id_key,
+    message_kinds,
+    tape_frame,
+)
 
 METHOD_NOT_FOUND = -32601
 # The delivering thread sends the next frame itself only when the server has read every
@@ -234,7 +243,7 @@ class TapePlayer:
             self._deadlines[exchange.key] = due
         frame = step.frame
         if data is frame.data and frame.kind != "batch" and frame.messages:
-            self._note("c2s", "client", data, frame.messages[0])  # parsed already
+            self._note("c2s", "client", data, frame.messages[0], frame.kind)  # parsed already
         else:
             self._note("c2s", "client", data)
         if step.opens:
@@ -273,7 +282,7 @@ class TapePlayer:
     def _note(self, direction: Any, origin: str, data: bytes, *parsed: Any) -> TapeFrame:
         """Under _cv: keep a frame for the comparison, in the order it was sent or received.
 
-        ``parsed``: the frame's JSON value when it is known already (not parsed again).
+        ``parsed``: the frame's JSON value (and its kind) when known already (not parsed again).
         """
         noted = tape_frame(len(self.seen) + 1, direction, origin, time.time(), data, *parsed)
         self.seen.append(noted)
@@ -307,10 +316,9 @@ class TapePlayer:
                 return False
             self.notifications_kept += 1
         # The relay has parsed the frame already (to track the requests it answers).
-        noted = self._note("s2c", frame.origin or "server", frame.data, frame.message)
+        noted = self._note("s2c", frame.origin or "server", frame.data, frame.message, frame.kind)
         woken = False
-        for message in noted.messages:
-            kind = classify_message(message).kind
+        for kind, message in message_kinds(noted):
             if kind in ("response", "error"):
                 woken = self._answered(message) or woken
             elif kind == "request" and self._receiving:

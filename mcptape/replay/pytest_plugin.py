@@ -101,6 +101,17 @@ def _latest_of_mode(db: Path, mode: str) -> str | None:
     return row[0] if row else None
 
 
+def _check(path: Path) -> None:
+    """Fail the test on a recording `mcptape serve` cannot read (a hand edit gone wrong), saying
+    where: else the client under test fails on a server that died at start, in its own words."""
+    from mcptape.replay.tape import TapeError, read_jsonl
+
+    try:
+        read_jsonl(path)
+    except TapeError as exc:
+        pytest.fail(f"the MCP recording cannot be played: {exc}", pytrace=False)
+
+
 @pytest.fixture
 def mcptape_server(
     request: pytest.FixtureRequest, mcptape_record_mode: str, tmp_path: Path
@@ -115,6 +126,8 @@ def mcptape_server(
         if mode == "rewrite" and path.exists():
             path.unlink()
         exists = path.exists()
+        if exists and mode in ("none", "once", "new_episodes"):
+            _check(path)
         if mode == "none" or (mode == "once" and exists):
             if not exists:
                 pytest.fail(

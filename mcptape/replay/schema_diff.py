@@ -22,9 +22,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcptape.replay.answer_diff import compare_answers, request_key
+
+if TYPE_CHECKING:
+    from mcptape.replay.normalise import Normaliser
 
 Severity = Literal["breaking", "compatible", "differs"]
 
@@ -136,15 +139,15 @@ def snapshot(pairs: Iterable[tuple[str, Any]]) -> Snapshot:
 # -- comparing -----------------------------------------------------------------------------
 
 
-def compare(a: Snapshot, b: Snapshot) -> Report:
-    """Every difference between recordings A and B, classified."""
+def compare(a: Snapshot, b: Snapshot, normaliser: Normaliser | None = None) -> Report:
+    """Every difference between recordings A and B, classified (answers after ``normaliser``)."""
     changes: list[Change] = []
     changes += _capabilities(a.capabilities, b.capabilities)
     for method, (_, category, _) in LISTS.items():
         sa, sb = a.surfaces[method], b.surfaces[method]
         if sa is not None and sb is not None:
             changes += _surface(category, sa, sb)
-    compared, only_a, only_b, answers = compare_answers(a.exchanges, b.exchanges)
+    compared, only_a, only_b, answers = compare_answers(a.exchanges, b.exchanges, normaliser)
     responses = [Change(d.severity, "response", d.name, "differs", d.what, d.pointers) for d in answers]
     return Report(changes + responses, compared, only_a, only_b)
 

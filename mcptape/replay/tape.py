@@ -68,23 +68,38 @@ _PARSE: Final = object()
 
 
 def tape_frame(
-    seq: int, direction: Direction, origin: str, ts: float, data: bytes, value: Any = _PARSE
+    seq: int,
+    direction: Direction,
+    origin: str,
+    ts: float,
+    data: bytes,
+    value: Any = _PARSE,
+    kind: str | None = None,
 ) -> TapeFrame:
     """A tape frame with its messages parsed (a batch is flattened into its elements).
 
     ``value`` is the frame's parsed JSON when the caller has it already (a relayed
-    :class:`~mcptape.frames.Frame` keeps it): the bytes are not parsed again.
+    :class:`~mcptape.frames.Frame` keeps it): the bytes are not parsed again; ``kind``,
+    that value's kind when the caller has classified it (a replay classifies each frame
+    several times otherwise).
     """
     if value is _PARSE:
         value = parse(data)
     if isinstance(value, list):
         return TapeFrame(seq, direction, origin, ts, data, [m for m in value if isinstance(m, dict)], "batch")
     if isinstance(value, dict):
-        return TapeFrame(seq, direction, origin, ts, data, [value], classify_message(value).kind)
+        return TapeFrame(seq, direction, origin, ts, data, [value], kind or classify_message(value).kind)
     return TapeFrame(seq, direction, origin, ts, data)
 
 
-@dataclass
+def message_kinds(frame: TapeFrame) -> list[tuple[str, Any]]:
+    """Each message of a frame with its kind (one message's is the frame's, known already)."""
+    if frame.kind != "batch":
+        return [(frame.kind, m) for m in frame.messages]
+    return [(classify_message(m).kind, m) for m in frame.messages]
+
+
+@dataclass(slots=True)
 class ServerCall:
     """A server-initiated request (sampling, elicitation, roots, ping) and the answer it got."""
 
@@ -98,7 +113,7 @@ class ServerCall:
         return method if isinstance(method, str) else None
 
 
-@dataclass
+@dataclass(slots=True)
 class Exchange:
     """A client request (numbered from 1 in the order sent), its response, and what came with it."""
 
@@ -137,7 +152,7 @@ class Exchange:
         return f"#{self.index} {self.method}{subject}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
     """A frame the client sent, and the requests whose responses it waited for first."""
 
@@ -185,10 +200,10 @@ class _Builder:
         if frame.direction == "c2s":
             self._client(frame)
         elif frame.kind == "batch":
-            for message in frame.messages:
-                self._server(message)
+            for kind, message in message_kinds(frame):
+                self._server(kind, message)
         elif frame.messages:
-            self._server(frame.messages[0], frame.data)
+            self._server(frame.kind, frame.messages[0], frame.data)
 
     def _client(self, frame: TapeFrame) -> None:
         own = False
@@ -198,8 +213,7 @@ class _Builder:
             rid = frame.messages[0].get("id")
             own = isinstance(rid, str) and rid.startswith(OWN_PREFIX)
         opens: list[int] = []
-        for message in frame.messages:
-            kind = classify_message(message).kind
+        for kind, message in message_kinds(frame):
             if kind in ("response", "error"):
                 call = self.server_pending.pop(id_key(message.get("id")), None)
                 if call is not None:
@@ -237,8 +251,7 @@ class _Builder:
     def _latest(self) -> Exchange | None:
         return next(reversed(self.in_flight.values()), None)
 
-    def _server(self, message: dict[str, Any], data: bytes | None = None) -> None:
-        kind = classify_message(message).kind
+    def _server(self, kind: str, message: dict[str, Any], data: bytes | None = None) -> None:
         if kind in ("response", "error"):
             key = id_key(message.get("id"))
             exchange = self.in_flight.pop(key, None)

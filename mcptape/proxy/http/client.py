@@ -39,7 +39,7 @@ from mcptape.proxy.http.headers import (
     routing_headers,
     that_matter,
 )
-from mcptape.proxy.http.linkbase import LoopLink, request_ids, response_ids
+from mcptape.proxy.http.linkbase import LoopLink, request_ids, response_ids, unreachable
 from mcptape.proxy.http.sse import SseParser
 
 RESUME_ATTEMPTS = 5
@@ -185,7 +185,7 @@ class HttpClientLink(LoopLink):
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             if first and self.probe:
                 raise Fallback(0, [frame]) from exc
-            why = f"cannot reach the MCP server at {self.url}: {type(exc).__name__}: {exc}"
+            why = unreachable(self.url, exc)
             self.emit("error", why, {"url": self.url})
             await self.fail_request(frame, why)
             return

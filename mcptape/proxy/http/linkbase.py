@@ -23,6 +23,19 @@ UPSTREAM_ERROR = -32000
 CONNECT_TIMEOUT = 10.0
 
 
+def unreachable(url: str, exc: BaseException) -> str:
+    """Why the server at ``url`` could not be reached, in one sentence (aiohttp's words for some are empty)."""
+    import aiohttp
+
+    if isinstance(exc, aiohttp.TooManyRedirects):
+        last = exc.history[-1].url if exc.history else url
+        return (
+            f"cannot reach the MCP server at {url}: it redirected {len(exc.history)} times without "
+            f"answering (the last time to {last}): a redirect loop?"
+        )
+    return f"cannot reach the MCP server at {url}: {type(exc).__name__}: {exc}"
+
+
 class LoopLink(abc.ABC):
     """Base of the links whose I/O runs on the event loop (aiohttp's client)."""
 

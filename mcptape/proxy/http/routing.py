@@ -6,6 +6,8 @@ the server sends while requests are in flight (progress, log messages, sampling,
 elicitation, roots) belongs on one of those requests' streams: the one whose request
 carried the message's progress token, or the one named by related-request metadata,
 or the only one open. Everything else goes on the session's GET stream (``None``).
+A request the client cancelled (``notifications/cancelled``) is no longer in flight: the
+server need not answer it, and what it sends afterwards is not that request's.
 
 Ids are compared as peers compare them (``1`` and ``1.0`` are one id).
 """
@@ -101,6 +103,25 @@ class Router:
             if c.kind not in ("response", "error") or c.rpc_id is None:
                 continue
             key = id_key(c.rpc_id)
+            for stream, entry in list(self.open.items()):
+                if key in entry.ids:
+                    entry.ids.discard(key)
+                    if not entry.ids:
+                        del self.open[stream]
+                        done.append(stream)
+                    break
+        return done
+
+    def cancelled(self, message: Any) -> list[str]:
+        """The client cancelled the requests ``message`` names; returns the streams now fully settled."""
+        done = []
+        for item in _items(message):
+            if not isinstance(item, dict) or item.get("method") != "notifications/cancelled":
+                continue
+            params = item.get("params")
+            if not isinstance(params, dict) or "requestId" not in params:
+                continue
+            key = id_key(encode_id(params["requestId"]))
             for stream, entry in list(self.open.items()):
                 if key in entry.ids:
                     entry.ids.discard(key)

@@ -59,6 +59,10 @@ class EventStream:
         self.size = 0  # bytes of the events kept
         self.closed = False
         self.attached = False
+        # The last event number written to a response: a GET stream opened without
+        # Last-Event-ID starts after it, so what the server sent while no client stream was
+        # open (right after initialize, or between reconnects) is delivered, not skipped.
+        self.delivered = 0
         self._lock = threading.Lock()
         self._changed = asyncio.Event()
         try:
@@ -127,8 +131,10 @@ class EventStream:
                 data = batch[0][1] if len(batch) == 1 else b"".join(d for _, d in batch)
                 if last is not None and self.closed and not self._after(sent):
                     await last(data)
+                    self.delivered = max(self.delivered, sent)
                     return True
                 await write(data)
+                self.delivered = max(self.delivered, sent)
                 continue
             if self.closed:
                 return False
@@ -297,6 +303,10 @@ class HttpSessionLink(DownstreamLink):
                     stream = self.streams[key] = EventStream(key, meta)
                     if prime:
                         stream.prime()
+                # A cancelled request's stream ends: else it stays "the only request in
+                # flight" and takes what the server sends later about anything else.
+                for done in self.router.cancelled(message):
+                    self._retire(done)
         try:
             await self.receive(frame)
         except LinkClosed:

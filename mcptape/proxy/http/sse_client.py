@@ -14,7 +14,7 @@ from urllib.parse import urljoin, urlsplit
 
 from mcptape.frames import Frame
 from mcptape.proxy.http.headers import lowered, that_matter
-from mcptape.proxy.http.linkbase import LoopLink
+from mcptape.proxy.http.linkbase import LoopLink, unreachable
 from mcptape.proxy.http.sse import SseParser
 
 ENDPOINT_TIMEOUT = 10.0
@@ -75,13 +75,15 @@ class SseClientLink(LoopLink):
         try:
             response = await self._http.get(self.url, headers=headers)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            await self._give_up(f"cannot reach the MCP server at {self.url}: {type(exc).__name__}: {exc}")
+            await self._give_up(unreachable(self.url, exc))
             self._endpoint_known.set()
             return
-        if response.status != 200:
+        ctype = response.headers.get("Content-Type", "")
+        if response.status != 200 or not ctype.startswith("text/event-stream"):
             response.release()
+            what = f" ({ctype or 'no Content-Type'})" if response.status == 200 else ""
             await self._give_up(
-                f"GET {self.url} answered HTTP {response.status} {response.reason}, not an SSE stream"
+                f"GET {self.url} answered HTTP {response.status} {response.reason}{what}, not an SSE stream"
             )
             self._endpoint_known.set()
             return
@@ -102,7 +104,10 @@ class SseClientLink(LoopLink):
                         self._endpoint_known.set()
                     elif event.event == "message" and event.data:
                         await self.deliver(Frame(event.data, "s2c", meta={**meta, "event_id": event.id}))
-            self._ended("eof")
+            if self.endpoint is None:
+                await self._give_up(f"the SSE stream at {self.url} ended before its endpoint event")
+            else:
+                self._ended("eof")
         except Exception as exc:
             self._ended(f"error: the SSE stream dropped: {exc}")
         finally:
