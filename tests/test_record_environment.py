@@ -63,6 +63,10 @@ def test_a_database_replaced_while_recording_is_said_and_the_client_keeps_its_se
     err = rec.stderr.decode()
     assert f"{db_path} was replaced by another file while recording" in err, err
     assert "Traceback" not in err
+    # The file that took the path is left as it was: record's -wal, left beside it, was
+    # merged into it by the next reader (the first 20 frames appeared in other.db).
+    assert query(db_path, "select count(*) from frames") == [(0,)]
+    assert query(db_path, "select count(*) from sessions") == [(1,)]
 
 
 def test_record_under_a_limit_of_32_file_descriptors_forwards_and_records_everything(db_path: Path) -> None:
