@@ -113,6 +113,7 @@ class Store:
         # True while a write waits for another process's write lock (a recorder holding
         # frames for this store then knows waiting for it would only stall forwarding).
         self.waiting_for_lock = False
+        self._identities: list[FileIdentity] = []  # of the SQLite file, one per writer
         # Whether this store wrote anything: only then may its statistics need refreshing
         # (a reader's close refreshed them too, rewriting sqlite_stat1 on every `show`).
         self._wrote = False
@@ -250,9 +251,11 @@ class Store:
         if self.path is None:
             return None
         try:
-            return FileIdentity(self.path)
+            identity = FileIdentity(self.path)
         except OSError:  # gone already: the writer's first transaction says so
             return None
+        self._identities.append(identity)
+        return identity
 
     @contextlib.contextmanager
     def readonly_connection(self, timeout_s: float) -> Iterator[sa.Connection]:
@@ -344,6 +347,9 @@ class Store:
         if self._readonly_engine is not None and self._readonly_engine is not self.engine:
             self._readonly_engine.dispose()
         self.engine.dispose()
+        for identity in self._identities:
+            if identity.went:  # the file was deleted or replaced: its -wal must not outlive us
+                identity.drop_companions()
 
     def _analyze_frames(self) -> None:
         """PostgreSQL's counterpart of ``PRAGMA optimize`` after a large recording: until
