@@ -10,7 +10,12 @@
 
 These machines are noisy: compare ratios from one run, not absolute times.
 
-    .venv/bin/python bench/bench_replay.py [--exchanges 1000] [--rounds 3]
+``--server everything`` runs the same against the reference server
+(@modelcontextprotocol/server-everything over stdio, its ``echo`` tool) instead of
+the fast Python server: a server that takes its time per call, as real ones do, where
+the fast one shows the most of mcptape's own cost.
+
+    .venv/bin/python bench/bench_replay.py [--exchanges 1000] [--rounds 3] [--server fast|everything]
 """
 
 from __future__ import annotations
@@ -24,23 +29,52 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 FAST = [sys.executable, str(ROOT / "tests" / "servers" / "fast_mcp.py")]
+EVERYTHING = [
+    "node",
+    str(
+        ROOT
+        / "tests"
+        / "npm"
+        / "node_modules"
+        / "@modelcontextprotocol"
+        / "server-everything"
+        / "dist"
+        / "index.js"
+    ),
+    "stdio",
+]
+SERVERS = {"fast": FAST, "everything": EVERYTHING}
+SERVER = FAST  # the server this run measures (--server)
 MCPTAPE = [sys.executable, "-m", "mcptape"]
 
 INIT = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}'
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
 
 
-def requests(n: int) -> list[bytes]:
-    calls = [
+def requests(n: int, server: list[str] = FAST) -> list[bytes]:
+    call = (
         b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"i":%d,"text":"hello"}}}'
-        % (i, i)
-        for i in range(1, n)
-    ]
-    return [INIT, INITIALIZED, *calls]
+        if server is FAST
+        else b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello %d"}}}'
+    )
+    return [INIT, INITIALIZED, *(call % (i, i) for i in range(1, n))]
+
+
+def read_answer(out: Any) -> list[bytes]:
+    """The server's lines up to its next response (a notification may come first)."""
+    lines = []
+    while True:
+        line = out.readline()
+        if not line:
+            raise SystemExit("the server ended before answering")
+        lines.append(line.rstrip(b"\n"))
+        if b'"method"' not in line:
+            return lines
 
 
 def drive(argv: list[str], frames: list[bytes]) -> tuple[float, list[tuple[str, bytes]]]:
@@ -54,7 +88,7 @@ def drive(argv: list[str], frames: list[bytes]) -> tuple[float, list[tuple[str, 
         proc.stdin.flush()
         transcript.append(("c2s", frame))
         if b'"id"' in frame:
-            transcript.append(("s2c", proc.stdout.readline().rstrip(b"\n")))
+            transcript.extend(("s2c", line) for line in read_answer(proc.stdout))
     proc.stdin.close()
     proc.wait()
     return time.perf_counter() - t0, transcript
@@ -67,7 +101,9 @@ def floor_replay(argv: list[str], transcript: list[tuple[str, bytes]]) -> float:
     import orjson
 
     recorded = {
-        orjson.loads(data)["id"]: orjson.loads(data) for direction, data in transcript if direction == "s2c"
+        orjson.loads(data)["id"]: orjson.loads(data)
+        for direction, data in transcript
+        if direction == "s2c" and b'"method"' not in data
     }
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -79,7 +115,7 @@ def floor_replay(argv: list[str], transcript: list[tuple[str, bytes]]) -> float:
         proc.stdin.write(frame + b"\n")
         proc.stdin.flush()
         if b'"id"' in frame:
-            answer = orjson.loads(proc.stdout.readline())
+            answer = orjson.loads(read_answer(proc.stdout)[-1])
             differ += answer != recorded[answer["id"]]
     proc.stdin.close()
     proc.wait()
@@ -99,7 +135,7 @@ def replay_once(path: Path, db: str | None) -> tuple[float, int]:
     from mcptape.replay.tape import read_jsonl
 
     tape = read_jsonl(path)
-    plan = ReplayPlan(FAST, None, None, "fast", db, record=db is not None, grace=0.5, progress=False)
+    plan = ReplayPlan(SERVER, None, None, "bench", db, record=db is not None, grace=0.5, progress=False)
     t0 = time.perf_counter()
     replayed = asyncio.run(replay_tape(tape, plan))
     elapsed = time.perf_counter() - t0
@@ -118,13 +154,13 @@ def serve_rate(path: Path, frames: list[bytes]) -> float:
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(INIT + b"\n" + INITIALIZED + b"\n")
     proc.stdin.flush()
-    proc.stdout.readline()
+    read_answer(proc.stdout)
     calls = frames[2:]
     t0 = time.perf_counter()
     for frame in calls:
         proc.stdin.write(frame + b"\n")
         proc.stdin.flush()
-        proc.stdout.readline()
+        read_answer(proc.stdout)
     elapsed = time.perf_counter() - t0
     proc.stdin.close()
     proc.wait(30)
@@ -132,17 +168,17 @@ def serve_rate(path: Path, frames: list[bytes]) -> float:
 
 
 def direct_rate(frames: list[bytes]) -> float:
-    proc = subprocess.Popen(FAST, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.write(INIT + b"\n")
+    proc.stdin.write(INIT + b"\n" + INITIALIZED + b"\n")
     proc.stdin.flush()
-    proc.stdout.readline()
+    read_answer(proc.stdout)
     calls = frames[2:]
     t0 = time.perf_counter()
     for frame in calls:
         proc.stdin.write(frame + b"\n")
         proc.stdin.flush()
-        proc.stdout.readline()
+        read_answer(proc.stdout)
     elapsed = time.perf_counter() - t0
     proc.stdin.close()
     proc.wait(30)
@@ -153,14 +189,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--exchanges", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--server", choices=sorted(SERVERS), default="fast")
     args = parser.parse_args()
-    frames = requests(args.exchanges)
-    tiny = requests(2)  # initialize and one call: what a run costs besides its exchanges
+    global SERVER
+    SERVER = SERVERS[args.server]
+    frames = requests(args.exchanges, SERVER)
+    tiny = requests(2, SERVER)  # initialize and one call: what a run costs besides its exchanges
     with tempfile.TemporaryDirectory() as tmp:
         path, tiny_path = Path(tmp) / "fast.jsonl", Path(tmp) / "tiny.jsonl"
-        _, transcript = drive(FAST, frames)
+        _, transcript = drive(SERVER, frames)
         write_recording(path, transcript)
-        _, tiny_transcript = drive(FAST, tiny)
+        _, tiny_transcript = drive(SERVER, tiny)
         write_recording(tiny_path, tiny_transcript)
         db = str(Path(tmp) / "rec.db")
         replay_once(path, None)  # warm up imports
@@ -169,8 +208,8 @@ def main() -> None:
         small: dict[str, list[float]] = {}
         for _ in range(args.rounds):
             for name, run in (
-                ("direct", lambda f, t, p: drive(FAST, f)[0]),
-                ("floor", lambda f, t, p: floor_replay(FAST, t)),
+                ("direct", lambda f, t, p: drive(SERVER, f)[0]),
+                ("floor", lambda f, t, p: floor_replay(SERVER, t)),
                 ("replay", lambda f, t, p: replay_once(p, None)[0]),
                 ("recorded", lambda f, t, p: replay_once(p, db)[0]),
             ):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import MCPTAPE
+from tests.recording import INITIALIZE, INITIALIZED
 
 
 def wrapped_entries(tmp_path: Path, db: Path, server: list[str], n: int) -> dict[str, dict[str, Any]]:
@@ -43,12 +44,8 @@ def _request(rpc_id: int, method: str, params: dict[str, Any]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": method, "params": params}).encode() + b"\n"
 
 
-INITIALIZE = _request(
-    0,
-    "initialize",
-    {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "burst", "version": "1"}},
-)
-INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+INITIALIZE_LINE = json.dumps(INITIALIZE).encode() + b"\n"
+INITIALIZED_LINE = json.dumps(INITIALIZED).encode() + b"\n"
 
 
 class BurstClient:
@@ -82,7 +79,7 @@ class BurstClient:
         self._errors = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
         self._errors.start()
-        self._send(INITIALIZE)
+        self._send(INITIALIZE_LINE)
 
     def _send(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -98,7 +95,7 @@ class BurstClient:
             self.received += 1
             message = json.loads(line)
             if message.get("id") == 0 and "result" in message:
-                self._send(INITIALIZED)
+                self._send(INITIALIZED_LINE)
                 self.ready.set()
             elif isinstance(message.get("id"), int) and message["id"] > 0 and "result" in message:
                 now = time.monotonic()

@@ -63,6 +63,10 @@ def test_a_database_replaced_while_recording_is_said_and_the_client_keeps_its_se
     err = rec.stderr.decode()
     assert f"{db_path} was replaced by another file while recording" in err, err
     assert "Traceback" not in err
+    # The file that took the path is left as it was: record's -wal, left beside it, was
+    # merged into it by the next reader (the first 20 frames appeared in other.db).
+    assert query(db_path, "select count(*) from frames") == [(0,)]
+    assert query(db_path, "select count(*) from sessions") == [(1,)]
 
 
 def test_record_under_a_limit_of_32_file_descriptors_forwards_and_records_everything(db_path: Path) -> None:
@@ -81,3 +85,25 @@ def test_record_under_a_limit_of_32_file_descriptors_forwards_and_records_everyt
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == pings
     assert query(db_path, "select count(*) from frames") == [(400,)]
+
+
+def test_a_memory_limit_too_small_for_record_is_one_line_not_a_traceback(db_path: Path) -> None:
+    # ulimit -v 32768: the relay could not start its reader threads and record crashed
+    # with a traceback. (At 64 MiB a thread that did start may abort the process when it
+    # ends: glibc cannot load libgcc_s for pthread_exit. That is below mcptape.)
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (32 << 20, 32 << 20))
+
+    proc = subprocess.run(
+        [*MCPTAPE, "record", "--db", str(db_path), "--", *RAW_ECHO],
+        input=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
+        capture_output=True,
+        preexec_fn=limit,  # the limit applies to record itself
+        timeout=60,
+        check=False,
+    )
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    # Which allocation fails first varies (a thread, or the store while it opens): both say memory.
+    assert err.startswith("mcptape: error: ") and "memory" in err.lower(), err

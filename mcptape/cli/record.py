@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -159,7 +160,7 @@ def record(
             rules=rules,
             declare_capabilities=declare_capabilities,
         )
-        sys.exit(asyncio.run(run_record(plan)))
+        sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
     if transport is not None or header_flags:
         raise UserError("--transport and --header apply to a remote server: give --url URL")
     argv, env, cwd, description = _upstream_command(command, upstream, config_path)
@@ -178,7 +179,34 @@ def record(
         rules=rules,
         declare_capabilities=declare_capabilities,
     )
-    sys.exit(asyncio.run(run_record(plan)))
+    sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
+
+
+def _run_within_memory(run: Callable[[], int]) -> int:
+    """``run()``, with a memory limit too small for it said in one line (exit 2), not a traceback.
+
+    Under ``ulimit -v`` of about 80 MB the relay cannot start its reader threads (each
+    reserves its stack): record printed a traceback and the client lost its server.
+    """
+    try:
+        return run()
+    except MemoryError:
+        raise UserError(_memory_message("memory ran out")) from None
+    except RuntimeError as exc:
+        if "can't start new thread" not in str(exc):
+            raise
+        raise UserError(_memory_message("a thread could not be started")) from None
+
+
+def _memory_message(what: str) -> str:
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    limit = "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // 1024} KiB"
+    return (
+        f"{what}: the memory limit (ulimit -v: {limit}) is too small for record; "
+        "allow it at least 256 MB (ulimit -v 262144)"
+    )
 
 
 def _remote_upstream(

@@ -27,7 +27,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any, Final
-from urllib.parse import quote
 
 # Stored frames are cut at 64 MiB (mcptape.store.rows.MAX_FRAME_BYTES); a little more,
 # so every value a recording holds can still be read, and nothing much bigger made.
@@ -184,8 +183,10 @@ def sqlite_text(data: bytes) -> str | bytes:
 
 def open_sqlite(path: Path, budget: Budget, *, busy_timeout_s: float = 5.0) -> sqlite3.Connection:
     """A read-only connection to the recording at ``path`` that can do nothing but read it."""
+    from mcptape.store.sqlite_engine import readonly_uri
+
     conn = sqlite3.connect(
-        f"file:{quote(str(path))}?mode=ro",
+        readonly_uri(path),
         uri=True,
         timeout=busy_timeout_s,
         isolation_level=None,

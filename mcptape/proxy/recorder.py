@@ -17,7 +17,7 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mcptape.frames import KEEP_PARSED_BYTES
@@ -68,6 +68,9 @@ class Recorder:
         self._early_bytes = 0
         self._early_since: float | None = None
         self._impatient = False  # waited EARLY_PATIENCE once: hold frames without waiting
+        # Set by whoever opens the store: whether it is only waiting for another process's
+        # write lock (then waiting for it cannot make it open sooner: frames are held).
+        self.locked_out: Callable[[], bool] = lambda: False
         self._blocked = False  # the writer made no progress for BLOCKED_PATIENCE: stop waiting on it
         self._ready = threading.Event()
         if writer is not None:
@@ -137,7 +140,8 @@ class Recorder:
     async def _wait_ready(self, patience: float | None) -> None:
         deadline = None if patience is None else time.monotonic() + patience
         while not self._ready.is_set():
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and (time.monotonic() >= deadline or self.locked_out()):
+                # Another process's write lock holds the store: the store says so itself.
                 if not self._impatient:
                     self._impatient = True
                     print(

@@ -80,6 +80,7 @@ class BackgroundStore:
             try:
                 store = open_store(self.db)
                 self.store = store
+                self.recorder.locked_out = lambda: store.waiting_for_lock
                 _close_lost_once(store)
                 session_id = store.create_session(
                     mode=self.row.mode,

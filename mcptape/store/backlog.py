@@ -10,10 +10,11 @@ with :meth:`Backlog.wait_below_limit`, the event loop with ``await``
 When each row was queued is kept as a sample every :data:`SAMPLE_S` at most, so the
 lag is known to within that and costs producers one clock read per row.
 
-While the writer waits for a write lock another process holds (:meth:`Backlog.locked_out`),
-the lag limit is lifted and only the bytes limit holds producers back: a lock held for
-seconds (``sqlite3`` in a terminal, a long ``BEGIN IMMEDIATE``) would otherwise stall
-forwarding as long, and holding the relay back cannot make those rows commit sooner.
+While the writer waits for the database (:meth:`Backlog.locked_out`: a write lock another
+process holds, a PostgreSQL server restarting), the lag limit is lifted and only the
+bytes limit holds producers back: a lock held for seconds (``sqlite3`` in a terminal,
+a long ``BEGIN IMMEDIATE``) or a restart would otherwise stall forwarding as long, and
+holding the relay back cannot make those rows commit sooner.
 The writer
 thread never waits for a lock a producer may hold (a producer may be interrupted by a
 signal handler that closes the writer): it wakes waiters only when their lock is free,
@@ -90,7 +91,7 @@ class Backlog:
             self.wake()
 
     def locked_out(self, waiting: bool) -> None:
-        """The writer thread waits (True) or no longer waits (False) for another process's write lock."""
+        """The writer thread waits (True) or no longer waits (False) for the database (a lock, a server away)."""
         if waiting != self._locked_out:
             self._locked_out = waiting
             if waiting:
@@ -98,7 +99,7 @@ class Backlog:
 
     @property
     def waiting_for_lock(self) -> bool:
-        """Whether the writer waits for another process's write lock now."""
+        """Whether the writer waits for the database now (another process's lock, a server away)."""
         return self._locked_out
 
     def release(self) -> None:

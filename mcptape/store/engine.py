@@ -110,6 +110,10 @@ class Store:
         self._writers: list[Writer] = []
         self._closed = False
         self._told_lock_wait = False
+        # True while a write waits for another process's write lock (a recorder holding
+        # frames for this store then knows waiting for it would only stall forwarding).
+        self.waiting_for_lock = False
+        self._identities: list[FileIdentity] = []  # of the SQLite file, one per writer
         # Whether this store wrote anything: only then may its statistics need refreshing
         # (a reader's close refreshed them too, rewriting sqlite_stat1 on every `show`).
         self._wrote = False
@@ -199,10 +203,13 @@ class Store:
                     finally:
                         if isinstance(raw, sqlite3.Connection):
                             raw.execute(f"PRAGMA busy_timeout = {round(BUSY_TIMEOUT_S * 1000)}")
+                self.waiting_for_lock = False
                 return
             except sa.exc.DBAPIError as error:
                 if not is_lock_wait(error):
+                    self.waiting_for_lock = False
                     raise StoreError(describe_error(error, self.where)) from None
+                self.waiting_for_lock = True
                 self._tell_lock_wait()
 
     def _tell_lock_wait(self) -> None:
@@ -244,9 +251,11 @@ class Store:
         if self.path is None:
             return None
         try:
-            return FileIdentity(self.path)
+            identity = FileIdentity(self.path)
         except OSError:  # gone already: the writer's first transaction says so
             return None
+        self._identities.append(identity)
+        return identity
 
     @contextlib.contextmanager
     def readonly_connection(self, timeout_s: float) -> Iterator[sa.Connection]:
@@ -338,6 +347,9 @@ class Store:
         if self._readonly_engine is not None and self._readonly_engine is not self.engine:
             self._readonly_engine.dispose()
         self.engine.dispose()
+        for identity in self._identities:
+            if identity.went:  # the file was deleted or replaced: its -wal must not outlive us
+                identity.drop_companions()
 
     def _analyze_frames(self) -> None:
         """PostgreSQL's counterpart of ``PRAGMA optimize`` after a large recording: until

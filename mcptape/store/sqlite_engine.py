@@ -8,7 +8,7 @@ emits the BEGIN itself, per its pysqlite recipe): a deferred transaction that la
 writes can fail with "database is locked" whatever the busy timeout, an immediate one
 waits its turn. Pass ``execution_options(sqlite_begin="DEFERRED")`` on a connection
 that only reads. A read-only engine opens the file with ``mode=ro`` and
-``query_only``.
+``query_only`` (and ``immutable`` on a read-only mount, where nobody can write it).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from sqlalchemy.engine import URL
 
 from mcptape.store.errors import BUSY_TIMEOUT_S, StoreError
 
-__all__ = ["BUSY_TIMEOUT_S", "can_write", "sqlite_engine", "sqlite_file"]
+__all__ = ["BUSY_TIMEOUT_S", "can_write", "readonly_uri", "sqlite_engine", "sqlite_file"]
 
 
 def sqlite_file(url: URL) -> Path:
@@ -52,7 +52,7 @@ def sqlite_engine(path: Path, *, create: bool, readonly: bool) -> sa.Engine:
                 f"no recording database at {path}: record a session first (mcptape record -- COMMAND) or give --db"
             )
         _check_access(path, os.R_OK)
-        uri = f"file:{quote(str(path))}?mode=ro"
+        uri = readonly_uri(path)
 
         def connect() -> sqlite3.Connection:
             return sqlite3.connect(
@@ -91,6 +91,23 @@ def _install_hooks(engine: sa.Engine, *, readonly: bool) -> None:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: sa.Connection) -> None:
         conn.exec_driver_sql(f"BEGIN {conn.get_execution_options().get('sqlite_begin', default_begin)}")
+
+
+def readonly_uri(path: Path) -> str:
+    """The SQLite URI that opens ``path`` read-only (``immutable`` too on a read-only mount)."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    return uri + "&immutable=1" if _frozen(path) else uri
+
+
+def _frozen(path: Path) -> bool:
+    """Whether nobody can be writing ``path``: its directory cannot be written, and no ``-wal`` is beside it.
+
+    A WAL database needs its ``-shm`` file even to be read; on a read-only mount (a
+    backup, a CD, a container layer) SQLite cannot create it and refused to open the
+    file at all ("unable to open database file"). ``immutable`` reads it without one,
+    which is only right when no writer can exist: none can create the ``-wal`` there.
+    """
+    return not os.access(path.parent, os.W_OK) and not Path(f"{path}-wal").exists()
 
 
 def _refuse_directory(path: Path) -> None:

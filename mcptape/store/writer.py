@@ -12,9 +12,9 @@ when the oldest item not yet committed was queued more than ``max_lag`` seconds 
 it is under half again: a reader thread with :meth:`Writer.wait_below_limit`, the
 loop with ``await`` :meth:`Writer.drain`. So a ``kill -9`` loses at most about
 ``max_lag`` of traffic. Nothing is dropped for being late: a busy database or a
-PostgreSQL server away for a while is retried; while another process holds the
-write lock one line says so on stderr, and the lag limit is lifted (the bytes limit
-still holds): forwarding goes on while the rows wait for the lock.
+PostgreSQL server away for a while is retried, said once on stderr (and kept in
+:attr:`Writer.notices`, not :attr:`Writer.errors`: nothing is lost); meanwhile the lag
+limit is lifted (the bytes limit still holds): forwarding goes on while the rows wait.
 
 Errors the thread meets never propagate to producers. A bad row (a frame for a
 session that does not exist) costs only itself: the batch is retried row by row and
@@ -124,6 +124,7 @@ class Writer:
         self.handoffs = 0  # large frames whose bytes the writer released before SQLite built the row
         self._handoff_patience = handoff_patience
         self.errors: list[str] = []
+        self.notices: list[str] = []  # waits that lose nothing (a server away for a while)
         self.failed: str | None = None
         self.lost = 0  # rows not written because the database failed for good
         self._engine = engine
@@ -557,13 +558,15 @@ class Writer:
                     self._backlog.locked_out(False)
                     return error
                 tries += 1
+                # Another process holds the lock, or the server is away (a restart): producers
+                # are not held back for it (only the bytes limit holds), see mcptape.store.backlog.
+                self._backlog.locked_out(True)
                 if is_lock_wait(error):
-                    # Another process holds the lock: producers are not held back for it
-                    # (only the bytes limit holds), see mcptape.store.backlog.
-                    self._backlog.locked_out(True)
                     self._tell_lock_wait()
                 else:
-                    self._report(f"{describe_error(error, self._where)} (still retrying: nothing is dropped)")
+                    # A notice, not an error: nothing is lost while it retries (a server restarted
+                    # mid-session made record exit 1 saying frames were not recorded, all of them were).
+                    self._notice(f"{describe_error(error, self._where)} (still retrying: nothing is dropped)")
                 time.sleep(min(1.0, 0.05 * 2**tries))
 
     def _fail(self, error: BaseException) -> None:
@@ -583,6 +586,15 @@ class Writer:
                 file=sys.stderr,
                 flush=True,
             )
+
+    def _notice(self, message: str) -> None:
+        """Tell stderr once about a wait that loses nothing; kept in ``notices``, not ``errors``."""
+        if message in self.notices:
+            return
+        if len(self.notices) < _MAX_ERRORS:
+            self.notices.append(message)
+        with contextlib.suppress(OSError, ValueError):
+            print(f"mcptape: recording: {message}", file=sys.stderr, flush=True)
 
     def _report(self, message: str, *, dedupe: bool = True) -> bool:
         """Tell stderr and ``errors`` (once per distinct message); True when added to ``errors``."""
