@@ -44,6 +44,10 @@ POLL_S = 0.005
 # server that exits at once on end of input is seen within about a millisecond, not 5.
 FIRST_POLL_S = 0.0005
 READER_LINGER_S = 0.5  # after the process exited, how long a grandchild may keep its stdout open
+# The waits of a shutdown once mcptape itself was signalled (ProcessLink.hurry): after
+# closing stdin, then after SIGTERM. A client that signals us sends SIGKILL 2 s later.
+HURRIED_EOF_S = 0.3
+HURRIED_TERM_S = 0.8
 READER_MAX_S = 15.0  # how long the reader may take to deliver what a dead server wrote (recording waits)
 
 
@@ -267,6 +271,7 @@ class ProcessLink(FdLink):
         # How long to wait after closing stdin before SIGTERM (None: the grace). A
         # one-shot client (call) has no reason to wait long for a server that ignores EOF.
         self.eof_wait: float | None = None
+        self._hurried = False  # see hurry()
 
     @property
     def stderr_tail(self) -> list[str]:
@@ -371,11 +376,27 @@ class ProcessLink(FdLink):
             with contextlib.suppress(ProcessLookupError):
                 self.proc.send_signal(sig)
 
-    async def _wait_exit(self, timeout: float) -> int | None:
+    def hurry(self) -> None:
+        """mcptape was told to stop: a shutdown under way (or to come) shortens its waits.
+
+        Whoever signalled us (a client's own shutdown: SIGTERM, then SIGKILL 2 s later)
+        may not wait out our grace: the server gets at most :data:`HURRIED_EOF_S` after
+        its stdin closed, then :data:`HURRIED_TERM_S` after SIGTERM, so that mcptape is
+        done with it before a SIGKILL of its own would leave the server running.
+        """
+        self._hurried = True
+
+    def _waited(self, timeout: float, hurried: float) -> float:
+        return min(timeout, hurried) if self._hurried else timeout
+
+    async def _wait_exit(self, timeout: float, hurried: float | None = None) -> int | None:
+        """The exit code within ``timeout`` (``hurried`` at most once hurry() was called), else None."""
         # Polling keeps waiting off the default executor, whose threads asyncio.run joins at exit.
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
         pause = FIRST_POLL_S
         while (code := self.proc.poll()) is None:
+            limit = timeout if hurried is None else self._waited(timeout, hurried)
+            deadline = started + limit
             if time.monotonic() >= deadline:
                 return None
             await asyncio.sleep(min(pause, max(0.0, deadline - time.monotonic())))
@@ -406,13 +427,17 @@ class ProcessLink(FdLink):
     async def _shutdown(self, grace: float) -> LinkEnd:
         self.close_send()
         stopped_by_us = False
-        code = await self._wait_exit(grace if self.eof_wait is None else min(grace, self.eof_wait))
+        eof_wait = grace if self.eof_wait is None else min(grace, self.eof_wait)
+        code = await self._wait_exit(eof_wait, HURRIED_EOF_S)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if code is not None:
                 break
             stopped_by_us = True
             self._signal(sig)
-            code = await self._wait_exit(grace if sig == signal.SIGTERM else 1.0)
+            if sig == signal.SIGTERM:
+                code = await self._wait_exit(grace, HURRIED_TERM_S)
+            else:
+                code = await self._wait_exit(1.0)
         if code is None:  # not even SIGKILL ended it in time (uninterruptible sleep)
             code = self.proc.poll()
         else:

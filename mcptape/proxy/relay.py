@@ -125,6 +125,10 @@ class Relay:
             self.stop_reason = reason
             self.emit("signal", reason)
             self._stop.set()
+            # Whoever signalled us may not wait out the grace (see ProcessLink.hurry).
+            hurry = getattr(self.server, "hurry", None)
+            if hurry is not None:
+                hurry()
 
     # -- frames -------------------------------------------------------------------
 
@@ -340,9 +344,12 @@ class Relay:
             stop.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await stop
-        if self._stop.is_set() and outcome.ended_by != "signal":
-            # The signal came while the session was ending anyway (a client closing its
-            # pipe as it sends SIGTERM): it was stopped all the same.
+        if self._stop.is_set() and outcome.ended_by not in ("signal", "client"):
+            # The signal came while the session was ending anyway (the server's side
+            # closed): it was stopped all the same. After the client closed its input, a
+            # signal is how that client goes on shutting down (the SDKs send SIGTERM 2 s
+            # later when the server has not exited): the client ended the session, and
+            # the signal is an event of it.
             outcome = Outcome(
                 "interrupted",
                 outcome.exit_code,
