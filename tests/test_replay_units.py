@@ -81,6 +81,23 @@ def test_tape_groups_frames_into_exchanges_with_notifications_and_server_calls()
     assert [s.wait_for for s in tape.steps] == [(), ("1",), ()]
 
 
+def test_what_the_server_sends_after_a_cancellation_is_not_the_cancelled_requests() -> None:
+    slow = req(2, "tools/call", {"name": "slow"})
+    tape = build_tape(
+        frames(
+            ("c2s", req(1, "tools/list")),
+            ("c2s", slow),
+            ("c2s", note("notifications/cancelled", {"requestId": 2, "reason": "user"})),
+            ("s2c", note("notifications/message", {"level": "info", "data": "listing"})),
+            ("s2c", res(1, {"tools": []})),
+        ),
+        "t",
+    )
+    listing, cancelled = tape.exchanges
+    assert [n["params"]["data"] for n in listing.notifications] == ["listing"]
+    assert cancelled.notifications == [] and cancelled.response is None
+
+
 def test_proxy_frames_are_not_steps_but_their_answers_count() -> None:
     tape = build_tape(
         [

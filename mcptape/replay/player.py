@@ -57,6 +57,9 @@ METHOD_NOT_FOUND = -32601
 KEEP_NOTIFICATIONS = 10_000
 INLINE_MAX = 16 << 10
 UNREAD_MAX = 32 << 10
+# How long a step waits for the server's requests the client had answered before it in
+# the recording (roots/list after initialized); a server that no longer asks is forgiven.
+ASKS_WAIT_S = 2.0
 
 
 def _dumps(message: Any) -> bytes:
@@ -125,6 +128,10 @@ class TapePlayer:
         self._done = 0  # exchanges sent, for progress
         self._states: dict[str, str] = {}  # recorded requestState -> the live server's
         self._outbox: deque[bytes] = deque()  # answers to the server's own requests
+        self._server_answers = 0  # the server's requests answered (queued in order) so far
+        self._forgiven = 0  # ...plus those it never asked, given up waiting for
+        self._asks_step = -1  # the step waiting for the server's requests, and until when
+        self._asks_due = 0.0
         self._receiving = False
         self._thread: threading.Thread | None = None
 
@@ -208,17 +215,39 @@ class TapePlayer:
 
     def _expire(self) -> float | None:
         """Under _cv: report the requests past their deadline; how long until the next one is due."""
-        if not self._deadlines:
+        asks = self._asks_step == self._cursor
+        if not self._deadlines and not asks:
             return None
         now = time.monotonic()
+        expired = False
         for key, due in list(self._deadlines.items()):
             if due <= now:
                 self.timed_out.append(key)
                 del self._deadlines[key]
                 self._waiting.pop(key, None)
-        if not self._deadlines:
-            return 0.0  # something expired: look again at once
-        return max(0.0, min(self._deadlines.values()) - now)
+                expired = True
+        dues = list(self._deadlines.values())
+        if asks:
+            dues.append(self._asks_due)
+        if not dues:
+            return 0.0 if expired else None  # something expired: look again at once
+        return max(0.0, min(dues) - now)
+
+    def _asked_enough(self, step: Step) -> bool:
+        """Under _cv: whether the server asked (and got answers to) what it had asked before ``step``.
+
+        Waits :data:`ASKS_WAIT_S` at most per step; what was not asked by then is forgiven.
+        """
+        if self._server_answers + self._forgiven >= step.answers_before:
+            return True
+        now = time.monotonic()
+        if self._asks_step != self._cursor:
+            self._asks_step, self._asks_due = self._cursor, now + min(ASKS_WAIT_S, self.timeout)
+            return False
+        if now < self._asks_due:
+            return False
+        self._forgiven = step.answers_before - self._server_answers
+        return True
 
     def _claim(self, *, inline: bool) -> bytes | None:
         """Under _cv: the next step's bytes if it may be sent now (the caller sends it), else None."""
@@ -226,7 +255,7 @@ class TapePlayer:
         if self._sending or not self._receiving or self._cursor >= len(steps):
             return None
         step = steps[self._cursor]
-        if any(key in self._waiting for key in step.wait_for):
+        if any(key in self._waiting for key in step.wait_for) or not self._asked_enough(step):
             return None
         data = self._rewritten(step)
         if inline and (
@@ -323,6 +352,7 @@ class TapePlayer:
                 woken = self._answered(message) or woken
             elif kind == "request" and self._receiving:
                 self._outbox.append(self._answer(message))
+                self._server_answers += 1
                 woken = True
         return woken
 

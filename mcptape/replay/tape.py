@@ -37,6 +37,7 @@ from mcptape.ids import encode_id
 from mcptape.ids import id_key as text_key
 
 PROGRESS: Final = "notifications/progress"
+CANCELLED: Final = "notifications/cancelled"
 OWN_PREFIX: Final = "mcptape-"  # the ids of mcptape's own requests (Relay.request)
 
 
@@ -159,6 +160,9 @@ class Step:
     frame: TapeFrame
     wait_for: tuple[str, ...]
     opens: tuple[int, ...]  # indexes of the exchanges it starts
+    # How many of the server's requests the client had answered before it sent this (a
+    # server asking roots/list after initialized: the next request waited for that answer).
+    answers_before: int = 0
 
 
 @dataclass
@@ -195,6 +199,7 @@ class _Builder:
         self.server_pending: dict[str, ServerCall] = {}
         self.answered: list[str] = []
         self.loose: list[dict[str, Any]] = []
+        self.answers = 0  # the server's requests the client answered so far
 
     def add(self, frame: TapeFrame) -> None:
         if frame.direction == "c2s":
@@ -218,6 +223,14 @@ class _Builder:
                 call = self.server_pending.pop(id_key(message.get("id")), None)
                 if call is not None:
                     call.answer = message
+                    self.answers += 1
+            elif kind == "notification" and message.get("method") == CANCELLED:
+                # A cancelled request is answered by nobody: what the server sends next is
+                # not its (it would be attributed to the latest request in flight).
+                params = message.get("params")
+                cancelled = params.get("requestId") if isinstance(params, dict) else None
+                if isinstance(cancelled, (str, int)) and not isinstance(cancelled, bool):
+                    self.in_flight.pop(id_key(cancelled), None)
             elif kind == "request" and (frame.origin != "proxy" or own):
                 exchange = Exchange(len(self.exchanges) + 1, message)
                 self.exchanges.append(exchange)
@@ -227,7 +240,7 @@ class _Builder:
                     self.by_token[token] = exchange
                 opens.append(exchange.index)
         if (frame.origin != "proxy" or own) and frame.kind in ("request", "notification", "batch"):
-            self.steps.append(Step(frame, tuple(self.answered), tuple(opens)))
+            self.steps.append(Step(frame, tuple(self.answered), tuple(opens), self.answers))
             self.answered = []
 
     def _replaces_last(self, frame: TapeFrame) -> bool:
