@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import resource
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
 
 from tests.conftest import MCPTAPE
-from tests.recording import RAW_ECHO, Recording, query, wait_for_frames
+from tests.recording import RAW_ECHO, Recording, query, record_one_ping, wait_for_frames
 
 
 def _pings(rec: Recording, first: int, count: int) -> None:
@@ -107,3 +108,26 @@ def test_a_memory_limit_too_small_for_record_is_one_line_not_a_traceback(db_path
     assert "Traceback" not in err and len(err.splitlines()) == 1, err
     # Which allocation fails first varies (a thread, or the store while it opens): both say memory.
     assert err.startswith("mcptape: error: ") and "memory" in err.lower(), err
+
+
+def test_a_recorder_started_while_sqlite3_holds_the_lock_forwards_without_waiting_for_its_store(
+    db_path: Path,
+) -> None:
+    # The session row waited for the lock, the recorder stayed detached from its store,
+    # and a burst from the client stalled 5 s ("the recording database is slow to open").
+    record_one_ping(db_path)
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    rec = Recording(db_path, RAW_ECHO)
+    try:
+        _pings(rec, 1, 1000)  # one by one, as a client waiting for each answer
+        assert holder.in_transaction  # all answered while the lock was held
+        holder.execute("ROLLBACK")
+        rec.close_stdin()
+        assert rec.wait() == 0
+    finally:
+        holder.close()
+        rec.kill()
+    err = rec.stderr.decode()
+    assert "slow to open" not in err, err
+    assert query(db_path, "select count(*) from frames") == [(2002,)]

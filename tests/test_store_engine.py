@@ -310,6 +310,25 @@ def test_a_session_row_waits_for_a_lock_held_past_the_busy_timeout_and_says_so_o
     assert err.count("another process holds its write lock") == 1 and err.count("\n") == 1, err
 
 
+def test_a_session_row_that_must_not_wait_for_the_lock_says_the_database_is_busy(db_path: Path) -> None:
+    from mcptape.store import StoreBusyError
+
+    open_store(str(db_path)).close()
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with (
+            open_store(str(db_path)) as store,
+            pytest.raises(StoreBusyError, match="locked by another process"),
+        ):
+            store.create_session(mode="record", wait_for_lock=False)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT count(*) FROM sessions").fetchone() == (0,)
+
+
 def test_resolve_url_turns_paths_into_absolute_sqlite_urls_and_keeps_urls(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -75,21 +75,28 @@ class BackgroundStore:
 
     def _open(self) -> None:
         try:
-            from mcptape.store import StoreError, open_store
+            from mcptape.store import StoreBusyError, StoreError, open_store
 
             try:
                 store = open_store(self.db)
                 self.store = store
                 self.recorder.locked_out = lambda: store.waiting_for_lock
                 _close_lost_once(store)
-                session_id = store.create_session(
-                    mode=self.row.mode,
-                    name=self.row.name,
-                    transport=self.row.transport,
-                    upstream=self.row.upstream,
-                    replay_of=self.row.replay_of,
-                )
-                writer = store.writer()
+                fields: dict[str, Any] = {
+                    "mode": self.row.mode,
+                    "name": self.row.name,
+                    "transport": self.row.transport,
+                    "upstream": self.row.upstream,
+                    "replay_of": self.row.replay_of,
+                }
+                try:
+                    session_id = store.create_session(wait_for_lock=False, **fields)
+                    writer = store.writer()
+                except StoreBusyError:
+                    # Another process holds the lock (sqlite3 in a terminal): waiting here kept
+                    # the recorder detached and stalled the relay 5 s; the writer waits instead.
+                    writer = store.writer()
+                    session_id = writer.create_session(**fields)
                 # The session began when the server did, not when the store was ready.
                 writer.update_session(session_id, started_at=self.started_at, **self.row.extra)
             except StoreError as exc:

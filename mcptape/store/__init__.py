@@ -16,12 +16,13 @@ requests as they are written), ``rows`` (row shaping), ``queries`` (reading back
 from __future__ import annotations
 
 from mcptape.store.engine import Store, open_store
-from mcptape.store.errors import StoreError, WriterClosedError
+from mcptape.store.errors import StoreBusyError, StoreError, WriterClosedError
 from mcptape.store.location import default_db_path, resolve_url
 from mcptape.store.writer import Writer
 
 __all__ = [
     "Store",
+    "StoreBusyError",
     "StoreError",
     "Writer",
     "WriterClosedError",

@@ -32,7 +32,7 @@ from urllib.parse import unquote
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from mcptape.store.errors import BUSY_TIMEOUT_S, StoreError, describe_error, is_lock_wait
+from mcptape.store.errors import BUSY_TIMEOUT_S, StoreBusyError, StoreError, describe_error, is_lock_wait
 from mcptape.store.fileid import FileIdentity
 from mcptape.store.location import default_db_path, parse_url, resolve_url
 from mcptape.store.rows import new_session_row, session_values
@@ -56,7 +56,10 @@ __all__ = [
 _QUERY_CANCELED: Final = "57014"
 # A write now (a session row) waits for another process's lock in steps this long, so
 # the wait is said on stderr soon rather than after SQLite's busy timeout.
-_LOCK_STEP_S: Final = 0.5  # PostgreSQL's SQLSTATE for statement_timeout
+_LOCK_STEP_S: Final = 0.5
+# How long a write that must not wait for the lock tries (other recorders' transactions are
+# milliseconds long; a lock held longer is someone else's, and worth not waiting for).
+_LOCK_TRY_S: Final = 0.05  # PostgreSQL's SQLSTATE for statement_timeout
 
 
 def open_store(db: str | None = None, *, create: bool = True, readonly: bool = False) -> Store:
@@ -166,15 +169,17 @@ class Store:
         finally:
             raw.close()
 
-    def create_session(self, *, mode: str, **fields: Any) -> str:
+    def create_session(self, *, mode: str, wait_for_lock: bool = True, **fields: Any) -> str:
         """Insert a ``running`` session started now and return its id (uuid4 hex).
 
         ``fields`` are other ``sessions`` columns (name, transport, upstream, replay_of, ...);
         ``pid`` defaults to this process. This writes at once: on the event loop use
-        :meth:`Writer.create_session`, which queues the row instead.
+        :meth:`Writer.create_session`, which queues the row instead. While another process
+        holds the write lock it waits, unless ``wait_for_lock`` is False: then it raises
+        :class:`StoreBusyError` at once (a recorder queues the row on its writer instead).
         """
         row = new_session_row({"mode": mode, **fields})
-        self._write(sessions.insert().values(**row))
+        self._write(sessions.insert().values(**row), wait_for_lock=wait_for_lock)
         return str(row["id"])
 
     def update_session(self, session_id: str, **fields: Any) -> None:
@@ -183,7 +188,7 @@ class Store:
         if values:
             self._write(sessions.update().where(sessions.c.id == session_id).values(**values))
 
-    def _write(self, statement: sa.Executable) -> None:
+    def _write(self, statement: sa.Executable, *, wait_for_lock: bool = True) -> None:
         """Write ``statement`` now; while another process holds the write lock, wait for it.
 
         A session row that gave up after SQLite's busy timeout lost its whole session
@@ -195,7 +200,8 @@ class Store:
                 with self.engine.connect() as conn:
                     raw = conn.connection.driver_connection if self.path is not None else None
                     if isinstance(raw, sqlite3.Connection):
-                        raw.execute(f"PRAGMA busy_timeout = {round(_LOCK_STEP_S * 1000)}")
+                        step = _LOCK_STEP_S if wait_for_lock else _LOCK_TRY_S
+                        raw.execute(f"PRAGMA busy_timeout = {round(step * 1000)}")
                     try:
                         self._wrote = True
                         with conn.begin():
@@ -209,6 +215,9 @@ class Store:
                 if not is_lock_wait(error):
                     self.waiting_for_lock = False
                     raise StoreError(describe_error(error, self.where)) from None
+                if not wait_for_lock:
+                    self.waiting_for_lock = False
+                    raise StoreBusyError(describe_error(error, self.where)) from None
                 self.waiting_for_lock = True
                 self._tell_lock_wait()
 

@@ -37,6 +37,10 @@ class StoreError(Exception):
     """A recording database mcptape cannot use; ``str()`` is one line for the user."""
 
 
+class StoreBusyError(StoreError):
+    """Another process holds the write lock, and the caller asked not to wait for it."""
+
+
 class WriterClosedError(RuntimeError):
     """Something was queued on a :class:`~mcptape.store.writer.Writer` after it was closed.
 
