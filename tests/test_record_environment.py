@@ -14,6 +14,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import MCPTAPE
 from tests.recording import RAW_ECHO, Recording, query, record_one_ping, wait_for_frames
 
@@ -42,6 +44,8 @@ def test_a_database_deleted_while_recording_is_said_and_the_client_keeps_its_ser
         rec.kill()
     err = rec.stderr.decode()
     assert f"{db_path} was deleted or moved away while recording" in err, err
+    # Mid-session the client keeps its server whatever --on-store-error says (it is about opening).
+    assert "frames are still forwarded but are not being recorded" in err and "stopping" not in err, err
     assert "Traceback" not in err
 
 
@@ -131,3 +135,20 @@ def test_a_recorder_started_while_sqlite3_holds_the_lock_forwards_without_waitin
     err = rec.stderr.decode()
     assert "slow to open" not in err, err
     assert query(db_path, "select count(*) from frames") == [(2002,)]
+
+
+def test_running_out_of_memory_while_opening_the_store_is_said_in_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mcptape.store
+    from mcptape.proxy.recorder import Recorder
+    from mcptape.proxy.recording import BackgroundStore, SessionRow
+
+    def no_memory(db: object) -> object:
+        raise MemoryError
+
+    monkeypatch.setattr(mcptape.store, "open_store", no_memory)
+    store = BackgroundStore(str(tmp_path / "rec.db"), SessionRow("record"), Recorder()).start()
+    assert store.done.wait(20)
+    # It was "MemoryError: " (an empty message) under a tight ulimit -v.
+    assert store.error == "cannot open the recording database: out of memory"

@@ -105,12 +105,14 @@ class Recorder:
             self._warn(why)
             self._ready.set()
 
-    def _warn(self, why: str) -> None:
+    def _warn(self, why: str, *, opened: bool = False) -> None:
+        """Say once why recording stopped; ``opened``: the store had been recording (the
+        session goes on either way then: --on-store-error is about opening it)."""
         if self.failure is None:
             self.failure = why
             going_on = (
                 "frames are still forwarded but are not being recorded"
-                if self.forwards_without_store
+                if self.forwards_without_store or opened
                 else "stopping (--on-store-error forward keeps forwarding without recording)"
             )
             print(f"mcptape: error: {why}; {going_on}", file=sys.stderr)
@@ -193,7 +195,9 @@ class Recorder:
         failed = getattr(writer, "failed", None)
         if failed and self.failure is None:
             with self._lock:
-                self._warn(f"recording into {getattr(writer, 'where', 'the database')} failed: {failed}")
+                self._warn(
+                    f"recording into {getattr(writer, 'where', 'the database')} failed: {failed}", opened=True
+                )
         if not writer.over_limit:
             if self._blocked:
                 self._blocked = False

@@ -106,7 +106,8 @@ class BackgroundStore:
             self.writer, self.session_id = writer, session_id
             self.recorder.attach(writer, session_id)
         except Exception as exc:  # never a traceback on a reader's thread; say what happened
-            self.error = f"cannot open the recording database: {type(exc).__name__}: {exc}"
+            why = "out of memory" if isinstance(exc, MemoryError) else f"{type(exc).__name__}: {exc}"
+            self.error = f"cannot open the recording database: {why}"
             self.recorder.abandon(self.error)
         finally:
             self.done.set()

@@ -361,10 +361,9 @@ def load_session(store: Any, ref: str) -> Tape:
 
 def matching_names(store: Any, pattern: str) -> list[str]:
     """Session names matching a shell pattern (``smoke-*``), sorted; replays left unnamed are skipped."""
-    from mcptape.store.queries import list_sessions
+    from mcptape.store.queries import session_names
 
-    names = {row["name"] for row in list_sessions(store) if row["name"]}
-    return sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
+    return sorted(n for n in session_names(store) if n and fnmatch.fnmatchcase(n, pattern))
 
 
 def is_pattern(ref: str) -> bool:

@@ -192,6 +192,13 @@ def list_sessions(source: Any, *, limit: int | None = None, name: str | None = N
     return list(iter_sessions(source, limit=limit, name=name))
 
 
+def session_names(source: Any) -> list[str]:
+    """The distinct names sessions were given (without counting anyone's frames)."""
+    query = select(sessions.c.name).where(sessions.c.name.is_not(None)).distinct()
+    with connect(source) as conn:
+        return [name for (name,) in conn.execute(query)]
+
+
 def iter_sessions(source: Any, *, limit: int | None = None, name: str | None = None) -> Iterator[RowMapping]:
     """:func:`list_sessions` fetched as consumed, in constant memory.
 
