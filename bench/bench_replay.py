@@ -33,21 +33,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_gateway import ENTRY  # noqa: E402
+
 FAST = [sys.executable, str(ROOT / "tests" / "servers" / "fast_mcp.py")]
-EVERYTHING = [
-    "node",
-    str(
-        ROOT
-        / "tests"
-        / "npm"
-        / "node_modules"
-        / "@modelcontextprotocol"
-        / "server-everything"
-        / "dist"
-        / "index.js"
-    ),
-    "stdio",
-]
+EVERYTHING = ["node", str(ENTRY), "stdio"]  # the reference server, as bench_gateway starts it
 SERVERS = {"fast": FAST, "everything": EVERYTHING}
 SERVER = FAST  # the server this run measures (--server)
 MCPTAPE = [sys.executable, "-m", "mcptape"]
