@@ -170,3 +170,30 @@ def test_a_remote_servers_slow_answer_after_the_clients_eof_reaches_it(
     assert proc.returncode == 0, proc.stderr
     assert "Long running operation completed" in json.dumps(_by_id(proc.stdout)[1])
     assert query(db, "select status from sessions") == [("closed",)]
+
+
+def test_a_server_chattering_without_answering_does_not_keep_record_alive(tmp_path: Path) -> None:
+    # Log lines every 10 ms, never an answer, never an exit: only answers and progress
+    # count as the server working on what the client asked.
+    chatter = [
+        sys.executable,
+        "-c",
+        "import sys, time\n"
+        "sys.stdin.readline()\n"
+        "while True:\n"
+        '    sys.stdout.write(\'{"jsonrpc":"2.0","method":"notifications/message",\'\n'
+        '                     \'"params":{"level":"info","data":"busy"}}\\n\')\n'
+        "    sys.stdout.flush()\n"
+        "    time.sleep(0.01)\n",
+    ]
+    db = tmp_path / "t.db"
+    ask = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "stuck"}}
+    proc = subprocess.run(
+        [*MCPTAPE, "record", "--db", str(db), "--grace", "0.3", "--answer-wait", "0.5", "--", *chatter],
+        input=_lines(ask),
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "stopped after the client closed its input" in json.dumps(_by_id(proc.stdout)[9])
+    assert query(db, "select count(*) from events where kind = 'unanswered'") == [(1,)]

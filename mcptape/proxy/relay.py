@@ -57,6 +57,7 @@ CLIENT_LINGER_S = 1.0  # how long the client link may take to take our last fram
 ANSWER_POLL_S = 0.02  # how often a client's end looks whether its last requests were answered
 OWN_PREFIX = "mcptape-"
 CANCELLED = "notifications/cancelled"
+PROGRESS = "notifications/progress"
 
 Pending = dict[str, list[tuple[str, str, int | None]]]  # id_key -> [(id text, method, batch group)]
 
@@ -94,7 +95,10 @@ class Relay:
         self.session = session
         self.grace = grace
         self.answer_wait = answer_wait
-        self._heard = 0.0  # time.monotonic() of the server's last frame (for answer_wait)
+        # After the client's end (answer_wait): when the server last answered or reported
+        # progress, time.monotonic(); log lines and other chatter do not count.
+        self._draining = False
+        self._heard = 0.0
         self.stop_reason: str | None = None
         self.server_end: LinkEnd | None = None
         self._pending: Pending = {}  # client requests forwarded and not yet answered
@@ -134,7 +138,7 @@ class Relay:
 
     def deliver(self, frame: Frame) -> Awaitable[Any] | None:
         """Take a frame a link received (any thread); None, or an awaitable to wait on first."""
-        if frame.direction == "s2c":
+        if self._draining and frame.direction == "s2c" and _is_progress(frame):
             self._heard = time.monotonic()
         if self._own and frame.kind in ("response", "error"):
             own = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
@@ -401,7 +405,8 @@ class Relay:
 
         The server sees the end of its input at once, as it would directly; the wait
         ends when nothing is pending, the server ends, a stop is asked for, or the server
-        has been silent for ``answer_wait`` seconds (a progress notification restarts it).
+        has been silent for ``answer_wait`` seconds: neither answered nor reported progress
+        (a server flooding log messages while it never answers does not keep us).
         True when it gave up on requests still pending (silence or a stop); a server that
         ends on its own without answering leaves the client no answer, as it would directly.
         """
@@ -410,7 +415,8 @@ class Relay:
         assert self._stop is not None
         self.server.close_send()
         s2c = self._ended["s2c"]
-        self._heard = max(self._heard, time.monotonic())
+        self._heard = time.monotonic()
+        self._draining = True
         while self._pending and not s2c.done() and not self._stop.is_set():
             quiet = time.monotonic() - self._heard
             if quiet >= self.answer_wait:
@@ -477,6 +483,14 @@ class Relay:
                     await asyncio.wait_for(waiting, CLIENT_LINGER_S)
             except (LinkClosed, TimeoutError):
                 break
+
+
+def _is_progress(frame: Frame) -> bool:
+    """Whether a server frame shows it is working on what the client asked (an answer, progress)."""
+    kind = frame.kind
+    if kind == "notification":
+        return frame.method == PROGRESS
+    return kind in ("response", "error", "batch")
 
 
 async def _gather(waits: list[Awaitable[Any]]) -> None:
