@@ -49,16 +49,21 @@ def _by_id(stdout: bytes) -> dict[object, dict[str, object]]:
     return out
 
 
+def _record(db: Path, flags: list[str], *messages: dict[str, object]) -> subprocess.CompletedProcess[bytes]:
+    """`mcptape record --db DB FLAGS...` given ``messages`` on stdin, then its end of input."""
+    return subprocess.run(
+        [*MCPTAPE, "record", "--db", str(db), *flags],
+        input=_lines(*messages),
+        capture_output=True,
+        timeout=60,
+    )
+
+
 def test_a_slow_answer_after_the_clients_eof_reaches_it_as_it_would_directly(tmp_path: Path) -> None:
     server = everything_server_cmd()
     assert server is not None, "server-everything is installed by .ci/run"
     db = tmp_path / "t.db"
-    proc = subprocess.run(
-        [*MCPTAPE, "record", "--db", str(db), "--grace", "0.5", "--", *server],
-        input=_lines(INIT, INITIALIZED, SLOW),
-        capture_output=True,
-        timeout=60,
-    )
+    proc = _record(db, ["--grace", "0.5", "--", *server], INIT, INITIALIZED, SLOW)
     answers = _by_id(proc.stdout)
     assert proc.returncode == 0, proc.stderr
     result = answers[1]["result"]
@@ -75,12 +80,7 @@ def test_a_server_that_never_answers_is_stopped_after_answer_wait_and_the_client
     db = tmp_path / "t.db"
     ask = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "stuck"}}
     started = time.monotonic()
-    proc = subprocess.run(
-        [*MCPTAPE, "record", "--db", str(db), "--grace", "0.3", "--answer-wait", "0.5", "--", *SILENT],
-        input=_lines(ask),
-        capture_output=True,
-        timeout=60,
-    )
+    proc = _record(db, ["--grace", "0.3", "--answer-wait", "0.5", "--", *SILENT], ask)
     took = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr
     assert took < 30, "the server's 60 s sleep must not keep mcptape"
@@ -96,12 +96,7 @@ def test_a_server_that_never_answers_is_stopped_after_answer_wait_and_the_client
 def test_answer_wait_0_keeps_the_old_prompt_shutdown(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     ask = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "stuck"}}
-    proc = subprocess.run(
-        [*MCPTAPE, "record", "--db", str(db), "--grace", "0.3", "--answer-wait", "0", "--", *SILENT],
-        input=_lines(ask),
-        capture_output=True,
-        timeout=60,
-    )
+    proc = _record(db, ["--grace", "0.3", "--answer-wait", "0", "--", *SILENT], ask)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b"", "nothing is written in the server's place without the wait"
     assert query(db, "select count(*) from events where kind = 'unanswered'") == [(0,)]
@@ -141,12 +136,7 @@ def test_a_request_the_client_cancelled_is_not_waited_for(tmp_path: Path) -> Non
     ask = {"jsonrpc": "2.0", "id": "q-1", "method": "tools/call", "params": {"name": "stuck"}}
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "q-1"}}
     started = time.monotonic()
-    proc = subprocess.run(
-        [*MCPTAPE, "record", "--db", str(db), "--grace", "0.3", "--answer-wait", "600", "--", *SILENT],
-        input=_lines(ask, cancel),
-        capture_output=True,
-        timeout=60,
-    )
+    proc = _record(db, ["--grace", "0.3", "--answer-wait", "600", "--", *SILENT], ask, cancel)
     assert proc.returncode == 0, proc.stderr
     assert time.monotonic() - started < 30, "a cancelled request is answered by nobody: no wait"
     assert proc.stdout == b"", "nor is it answered with an error in the server's place"
@@ -161,11 +151,8 @@ def test_a_remote_servers_slow_answer_after_the_clients_eof_reaches_it(
 
     db = tmp_path / "t.db"
     with everything_http(server) as url:
-        proc = subprocess.run(
-            [*MCPTAPE, "record", "--db", str(db), "--grace", "0.5", "--url", url, "--transport", transport],
-            input=_lines(INIT, INITIALIZED, SLOW),
-            capture_output=True,
-            timeout=60,
+        proc = _record(
+            db, ["--grace", "0.5", "--url", url, "--transport", transport], INIT, INITIALIZED, SLOW
         )
     assert proc.returncode == 0, proc.stderr
     assert "Long running operation completed" in json.dumps(_by_id(proc.stdout)[1])
@@ -188,12 +175,7 @@ def test_a_server_chattering_without_answering_does_not_keep_record_alive(tmp_pa
     ]
     db = tmp_path / "t.db"
     ask = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "stuck"}}
-    proc = subprocess.run(
-        [*MCPTAPE, "record", "--db", str(db), "--grace", "0.3", "--answer-wait", "0.5", "--", *chatter],
-        input=_lines(ask),
-        capture_output=True,
-        timeout=60,
-    )
+    proc = _record(db, ["--grace", "0.3", "--answer-wait", "0.5", "--", *chatter], ask)
     assert proc.returncode == 0, proc.stderr
     assert "stopped after the client closed its input" in json.dumps(_by_id(proc.stdout)[9])
     assert query(db, "select count(*) from events where kind = 'unanswered'") == [(1,)]

@@ -12,6 +12,7 @@ import resource
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,22 +28,33 @@ def _pings(rec: Recording, first: int, count: int) -> None:
         assert rec.recv() == line
 
 
-def test_a_database_deleted_while_recording_is_said_and_the_client_keeps_its_server(db_path: Path) -> None:
-    # `rm mcptape.db` to start afresh while a desktop client's servers record: SQLite went
-    # on writing into the unlinked file, every later frame vanished and record exited 0.
+def _record_while(db_path: Path, act: Callable[[], None]) -> str:
+    """Ten pings recorded, ``act`` done to the database file, ten more pings forwarded; record's stderr.
+
+    The client keeps its server throughout; record exits 1 (not every frame recorded).
+    """
     rec = Recording(db_path, RAW_ECHO)
     try:
         _pings(rec, 1, 10)
         wait_for_frames(db_path, 20)
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+        act()
         time.sleep(0.3)  # past the writer's look at its file (every 0.25 s at most)
         _pings(rec, 11, 10)
         rec.close_stdin()
         assert rec.wait() == 1
     finally:
         rec.kill()
-    err = rec.stderr.decode()
+    return rec.stderr.decode()
+
+
+def test_a_database_deleted_while_recording_is_said_and_the_client_keeps_its_server(db_path: Path) -> None:
+    # `rm mcptape.db` to start afresh while a desktop client's servers record: SQLite went
+    # on writing into the unlinked file, every later frame vanished and record exited 0.
+    def delete() -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+
+    err = _record_while(db_path, delete)
     assert f"{db_path} was deleted or moved away while recording" in err, err
     # Mid-session the client keeps its server whatever --on-store-error says (it is about opening).
     assert "frames are still forwarded but are not being recorded" in err and "stopping" not in err, err
@@ -52,20 +64,13 @@ def test_a_database_deleted_while_recording_is_said_and_the_client_keeps_its_ser
 def test_a_database_replaced_while_recording_is_said_and_the_client_keeps_its_server(tmp_path: Path) -> None:
     # `mv other.db mcptape.db` under a recorder: it exited 0 having written nowhere a path leads.
     db_path = tmp_path / "rec.db"
-    rec = Recording(db_path, RAW_ECHO)
-    try:
-        _pings(rec, 1, 10)
-        wait_for_frames(db_path, 20)
+
+    def replace() -> None:
         other = tmp_path / "other.db"
         subprocess.run([*MCPTAPE, "record", "--db", str(other), "--", *RAW_ECHO], input=b"", check=True)
         os.replace(other, db_path)
-        time.sleep(0.3)
-        _pings(rec, 11, 10)
-        rec.close_stdin()
-        assert rec.wait() == 1
-    finally:
-        rec.kill()
-    err = rec.stderr.decode()
+
+    err = _record_while(db_path, replace)
     assert f"{db_path} was replaced by another file while recording" in err, err
     assert "Traceback" not in err
     # The file that took the path is left as it was: record's -wal, left beside it, was

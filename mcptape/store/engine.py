@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +31,14 @@ from urllib.parse import unquote
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from mcptape.store.errors import BUSY_TIMEOUT_S, StoreBusyError, StoreError, describe_error, is_lock_wait
+from mcptape.store.errors import (
+    BUSY_TIMEOUT_S,
+    StoreBusyError,
+    StoreError,
+    describe_error,
+    is_lock_wait,
+    tell,
+)
 from mcptape.store.fileid import FileIdentity
 from mcptape.store.location import default_db_path, parse_url, resolve_url
 from mcptape.store.rows import new_session_row, session_values
@@ -225,12 +231,7 @@ class Store:
         if self._told_lock_wait:
             return
         self._told_lock_wait = True
-        with contextlib.suppress(OSError, ValueError):
-            print(
-                f"mcptape: waiting for {self.where}: another process holds its write lock…",
-                file=sys.stderr,
-                flush=True,
-            )
+        tell(f"mcptape: waiting for {self.where}: another process holds its write lock…")
 
     def writer(
         self, *, batch_size: int = 1000, max_lag: float | None = None, max_backlog_bytes: int | None = None

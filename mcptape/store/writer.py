@@ -46,7 +46,6 @@ import asyncio
 import atexit
 import contextlib
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -65,6 +64,7 @@ from mcptape.store.errors import (
     is_fatal,
     is_lock_wait,
     is_retryable,
+    tell,
 )
 from mcptape.store.fileid import FileIdentity
 from mcptape.store.handoff import ALONE, Handoff, probe
@@ -579,13 +579,10 @@ class Writer:
         if self._told_lock_wait:
             return
         self._told_lock_wait = True
-        with contextlib.suppress(OSError, ValueError):
-            print(
-                "mcptape: waiting for the database lock held by another process "
-                f"({self.backlog} frames not yet written)…",
-                file=sys.stderr,
-                flush=True,
-            )
+        tell(
+            "mcptape: waiting for the database lock held by another process "
+            f"({self.backlog} frames not yet written)…"
+        )
 
     def _notice(self, message: str) -> None:
         """Tell stderr once about a wait that loses nothing; kept in ``notices``, not ``errors``."""
@@ -593,8 +590,7 @@ class Writer:
             return
         if len(self.notices) < _MAX_ERRORS:
             self.notices.append(message)
-        with contextlib.suppress(OSError, ValueError):
-            print(f"mcptape: recording: {message}", file=sys.stderr, flush=True)
+        tell(f"mcptape: recording: {message}")
 
     def _report(self, message: str, *, dedupe: bool = True) -> bool:
         """Tell stderr and ``errors`` (once per distinct message); True when added to ``errors``."""
@@ -605,6 +601,5 @@ class Writer:
         added = len(self.errors) < _MAX_ERRORS
         if added:
             self.errors.append(message)
-        with contextlib.suppress(OSError, ValueError):  # stderr closed: errors still holds it
-            print(f"mcptape: recording error: {message}", file=sys.stderr, flush=True)
+        tell(f"mcptape: recording error: {message}")  # stderr closed: errors still holds it
         return added
