@@ -43,8 +43,8 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
     type=click.FloatRange(min=0),
     metavar="SECONDS",
     help="When the client closes its stdin with requests still unanswered, the server (its stdin "
-    "closed, as directly) may answer them until it has been silent this long; then the shutdown "
-    "above. 0: no wait.",
+    "closed, as directly) may answer them until it has gone this long without answering or "
+    "reporting progress (log lines do not count); then the shutdown above. 0: no wait.",
 )
 @click.option(
     "--echo-stderr/--no-echo-stderr",
