@@ -24,8 +24,8 @@ from pathlib import Path
 
 import orjson
 
-from mcptape.frames import Frame
 from mcptape.store import open_store
+from mcptape.wire.frame import Frame
 
 BASELINE = "SELECT count(*), sum(length(text)) FROM frames"
 QUERIES = {

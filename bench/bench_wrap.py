@@ -19,7 +19,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from mcptape.wrapping import rewrite_text, unwrap_servers, wrap_servers
+from mcptape.config.wrap import rewrite_text, unwrap_servers, wrap_servers
 
 LAUNCHER = ["/opt/mcptape/bin/mcptape"]
 

@@ -35,9 +35,9 @@ from pathlib import Path
 
 import orjson
 
-from mcptape.frames import Frame
 from mcptape.store import open_store
 from mcptape.store.rows import FRAME_COLUMNS, frame_row
+from mcptape.wire.frame import Frame
 
 BIG_TEXT = "x" * 4096
 

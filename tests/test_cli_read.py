@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mcptape.cli.main import cli
-from mcptape.frames import Frame
 from mcptape.store import open_store
+from mcptape.wire.frame import Frame
 from tests.cli_errors import assert_one_line_error
 from tests.conftest import CORPUS, MCPTAPE
 

@@ -102,8 +102,8 @@ def test_counts_of_one_are_singular() -> None:
 
 def test_export_writes_a_private_file_and_says_1_frame(tmp_path: Path) -> None:
     db = tmp_path / "rec.db"
-    from mcptape.frames import Frame
     from mcptape.store import open_store
+    from mcptape.wire.frame import Frame
 
     store = open_store(str(db))
     sid = store.create_session(mode="record", name="one")

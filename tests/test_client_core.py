@@ -27,7 +27,7 @@ from mcptape.client.errors import (
 )
 from mcptape.client.retry import with_retries
 from mcptape.client.session import CallSession, SessionOptions, Target
-from mcptape.proxy.link import MemoryLink
+from mcptape.proxy.links.memory import MemoryLink
 
 Script = Callable[[MemoryLink, dict[str, Any]], Awaitable[None]]
 

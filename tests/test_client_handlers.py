@@ -11,7 +11,7 @@ import pytest
 from mcptape.client.errors import ApplicationError
 from mcptape.client.handlers import decline, request_with_input, rules_handler
 from mcptape.client.session import CallSession, SessionOptions, Target
-from mcptape.rules import Rules
+from mcptape.rules.rules import Rules
 from tests.conftest import ROOT
 
 PAGED = [sys.executable, str(ROOT / "tests" / "servers" / "paged.py")]

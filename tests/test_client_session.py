@@ -103,7 +103,7 @@ def test_a_command_that_does_not_exist_is_a_connect_error(tmp_path: Path) -> Non
 
 FIRST_SEND_PROBE = """
 import sys
-from mcptape.proxy.looppipe import LoopProcessLink
+from mcptape.proxy.links.looppipe import LoopProcessLink
 original = LoopProcessLink.send
 def send(self, frame):
     if not getattr(LoopProcessLink, "probed", False):

@@ -1,4 +1,4 @@
-"""mcpServers config files and the upstream registry (mcptape.config)."""
+"""mcpServers config files and the upstream registry (mcptape.config.registry)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.config import (
+from mcptape.config.registry import (
     ConfigError,
     UpstreamSpec,
     builtin_upstreams,
@@ -204,7 +204,7 @@ def test_a_deeply_nested_config_is_a_one_line_error(tmp_path: Path) -> None:
 
 
 def test_reading_a_config_keeps_crlf_and_strips_only_the_bom(tmp_path: Path) -> None:
-    from mcptape.config import read_config_document
+    from mcptape.config.registry import read_config_document
 
     path = tmp_path / "c.json"
     path.write_bytes(b'\xef\xbb\xbf{\r\n  "mcpServers": {}\r\n}\r\n')
@@ -277,7 +277,7 @@ def test_a_url_that_cannot_name_a_server_is_a_one_line_error_everywhere(
 ) -> None:
     import subprocess
 
-    from mcptape.config import url_problem
+    from mcptape.config.registry import url_problem
     from tests.cli_errors import assert_one_line_error
     from tests.conftest import MCPTAPE
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.configedit import wrap_command
-from mcptape.jsontext import blank_jsonc, loads_jsonc, object_members, skip_value
+from mcptape.config.edit import wrap_command
+from mcptape.wire.jsontext import blank_jsonc, loads_jsonc, object_members, skip_value
 from tests.cli_errors import assert_one_line_error
 from tests.conftest import MCPTAPE
 

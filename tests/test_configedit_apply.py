@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mcptape.configedit import EditError, _apply, server_entries, splice
+from mcptape.config.edit import EditError, _apply, server_entries, splice
 
 
 def test_edits_apply_in_text_order_whatever_order_they_come_in() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mcptape.frames import Frame, classify, classify_batch, encode_id, error_response, id_key
-from mcptape.proxy.handshake import client_hello, server_hello
+from mcptape.wire.frame import Frame, classify, classify_batch, encode_id, error_response, id_key
+from mcptape.wire.handshake import client_hello, server_hello
 from tests.conftest import CORPUS, ROOT
 from tests.recording import RAW_ECHO, Recording, frame_bytes, query
 

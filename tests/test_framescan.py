@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcptape.frames import KEEP_PARSED_BYTES, Frame, classify, classify_large
-from mcptape.framescan import MAX_BRACKETS, Member, TooComplex, scan_members
+from mcptape.wire.frame import KEEP_PARSED_BYTES, Frame, classify, classify_large
+from mcptape.wire.scan import MAX_BRACKETS, Member, TooComplex, scan_members
 
 PAD = "p" * 64  # replaced by a large string to make a frame large
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcptape.proxy.framing import LineSplitter
+from mcptape.proxy.links.framing import LineSplitter
 
 
 def test_lines_split_on_newline_only_keeping_carriage_returns() -> None:

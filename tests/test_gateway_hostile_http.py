@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.proxy.http.server import KEEP_CLOSED_BYTES
+from mcptape.proxy.http.downstream import KEEP_CLOSED_BYTES
 from tests.gateway_proc import GatewayProcess
 from tests.test_gateway_security import INIT, request
 
@@ -164,8 +164,8 @@ def test_a_remote_entry_whose_header_has_a_line_break_is_a_502_naming_it(tmp_pat
 def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
     from aiohttp import web
 
-    from mcptape.proxy.gateway import Gateway, GatewayConfig
-    from mcptape.proxy.http import listener
+    from mcptape.gateway import listener
+    from mcptape.gateway.app import Gateway, GatewayConfig
 
     monkeypatch.setattr(listener, "CONNECTION_IDLE_S", 0.5)
 
@@ -207,9 +207,10 @@ def test_a_body_that_stops_arriving_is_a_408_not_a_handler_held_forever(
 ) -> None:
     from aiohttp import web
 
-    from mcptape.config import UpstreamSpec
-    from mcptape.proxy.gateway import Gateway, GatewayConfig
-    from mcptape.proxy.http import bodies, listener
+    from mcptape.config.registry import UpstreamSpec
+    from mcptape.gateway import listener
+    from mcptape.gateway.app import Gateway, GatewayConfig
+    from mcptape.proxy.http import bodies
 
     monkeypatch.setattr(bodies, "BODY_IDLE_S", 0.5)
 

@@ -12,9 +12,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from mcptape.config import UpstreamSpec
-from mcptape.proxy.gateway import Gateway, GatewayConfig
-from mcptape.proxy.http import listener, passthrough
+from mcptape.config.registry import UpstreamSpec
+from mcptape.gateway import listener, passthrough
+from mcptape.gateway.app import Gateway, GatewayConfig
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}
 

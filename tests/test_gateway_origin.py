@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcptape.proxy.http.security import allowed_hosts, check_token, origin_allowed
+from mcptape.gateway.security import allowed_hosts, check_token, origin_allowed
 
 HOSTS = allowed_hosts("127.0.0.1", 8808)
 

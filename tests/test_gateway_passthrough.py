@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from mcptape.proxy.http.passthrough import metadata_url, rewrite_resource, rewrite_www_authenticate
+from mcptape.gateway.passthrough import metadata_url, rewrite_resource, rewrite_www_authenticate
 from tests.gateway_proc import GatewayProcess
 from tests.http_servers import everything_http
 from tests.test_gateway_security import INIT, request

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from mcp import StdioServerParameters
 
-from mcptape.proxy.http.stateless import pick
+from mcptape.gateway.stateless import pick
 from tests.conftest import ROOT
 from tests.gateway_proc import GatewayProcess
 from tests.test_gateway_security import request

@@ -18,9 +18,10 @@ import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
 
-from mcptape.frames import Frame
+from mcptape.proxy.addons.stream_meta import StreamMeta
 from mcptape.proxy.flow import Flow
-from mcptape.proxy.http.server import HttpSessionLink, StreamMeta
+from mcptape.proxy.http.downstream import HttpSessionLink
+from mcptape.wire.frame import Frame
 from tests.gateway_proc import GatewayProcess
 from tests.test_gateway_security import DEMO, INIT, request
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-from mcptape.frames import classify
+from mcptape.wire.frame import classify
 from tests.conftest import MCPTAPE
 from tests.recording import query
 

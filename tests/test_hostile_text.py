@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 from mcptape.cli.output import json_with_surrogates
-from mcptape.cli.safe_text import safe
 from mcptape.cli.sql_sandbox import sqlite_text
 from mcptape.store.rows import json_text, without_nul
+from mcptape.terminal import safe
 from tests.conftest import MCPTAPE
 from tests.recording import query
 

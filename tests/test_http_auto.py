@@ -15,8 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
-from mcptape.frames import Frame
 from mcptape.proxy.http.upstream import AutoLink
+from mcptape.wire.frame import Frame
 
 DISCOVER = b'{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{}}'
 INIT = b'{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}'

@@ -15,8 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
-from mcptape.frames import Frame
-from mcptape.proxy.http.client import HttpClientLink, error_said
+from mcptape.proxy.http.upstream_http import HttpClientLink, error_said
+from mcptape.wire.frame import Frame
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from mcptape.frames import Frame
-from mcptape.proxy.http.client import HttpClientLink
+from mcptape.proxy.http.upstream_http import HttpClientLink
+from mcptape.wire.frame import Frame
 from tests.gateway_proc import GatewayProcess
 from tests.test_gateway_security import INIT, request
 from tests.test_parity import run_modern_scenario

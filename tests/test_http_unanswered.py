@@ -10,8 +10,8 @@ import json
 import pytest
 from aiohttp import web
 
-from mcptape.frames import Frame
-from mcptape.proxy.http.client import HttpClientLink
+from mcptape.proxy.http.upstream_http import HttpClientLink
+from mcptape.wire.frame import Frame
 
 REQUEST = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
 

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 from aiohttp import web
 
-from mcptape.proxy.http.upstream_client import Response, UpstreamClient, UpstreamError
+from mcptape.gateway.passthrough_client import Response, UpstreamClient, UpstreamError
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

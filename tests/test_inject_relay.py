@@ -9,12 +9,12 @@ from typing import Any
 
 import orjson
 
-from mcptape.frames import Frame
-from mcptape.proxy.addons import AddonManager, Flow, SessionContext
-from mcptape.proxy.injector import Injector, declare_capabilities
-from mcptape.proxy.link import memory_pair
+from mcptape.proxy.addonmanager import AddonManager, Flow, SessionContext
+from mcptape.proxy.addons.injector import Injector, declare_capabilities
+from mcptape.proxy.links.memory import memory_pair
 from mcptape.proxy.relay import Relay
-from mcptape.rules import Rules
+from mcptape.rules.rules import Rules
+from mcptape.wire.frame import Frame
 
 SAMPLE = {"role": "assistant", "content": {"type": "text", "text": "canned"}, "model": "m"}
 

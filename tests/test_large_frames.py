@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.frames import Frame
-from mcptape.largeframes import LARGE, LARGE_FRAME_BYTES, LargeFrames, give_large_blocks_back
-from mcptape.proxy.addons import Flow
-from mcptape.proxy.recorder import Recorder
-from mcptape.proxy.stdio import FdLink
+from mcptape.proxy.addonmanager import Flow
+from mcptape.proxy.addons.recorder import Recorder
+from mcptape.proxy.links.stdio import FdLink
 from mcptape.store import Store, open_store
 from mcptape.store.backlog import Backlog
 from mcptape.store.writer import Writer
+from mcptape.wire.frame import Frame
+from mcptape.wire.largeframes import LARGE, LARGE_FRAME_BYTES, LargeFrames, give_large_blocks_back
 
 
 @pytest.fixture

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from mcptape.frames import Frame
 from mcptape.proxy.link import LinkClosed
-from mcptape.proxy.looppipe import LoopProcessLink
-from mcptape.proxy.stdio import QUEUE_LIMIT
+from mcptape.proxy.links.looppipe import LoopProcessLink
+from mcptape.proxy.links.stdio import QUEUE_LIMIT
+from mcptape.wire.frame import Frame
 
 ECHO = [sys.executable, "-m", "tests.servers.raw_echo"]
 

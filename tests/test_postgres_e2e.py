@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from mcptape.frames import Frame
 from mcptape.migrations import runner
 from mcptape.store import Store, open_store
+from mcptape.wire.frame import Frame
 from tests.cli_errors import assert_one_line_error
 from tests.conftest import CORPUS, MCPTAPE
 from tests.postgres import Postgres, private_server

@@ -146,8 +146,8 @@ def test_running_out_of_memory_while_opening_the_store_is_said_in_words(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import mcptape.store
-    from mcptape.proxy.recorder import Recorder
-    from mcptape.proxy.recording import BackgroundStore, SessionRow
+    from mcptape.proxy.addons.recorder import Recorder
+    from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
 
     def no_memory(db: object) -> object:
         raise MemoryError

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.frames import Frame
-from mcptape.proxy import recorder as recorder_module
-from mcptape.proxy.addons import Flow
-from mcptape.proxy.recorder import Recorder
+from mcptape.proxy.addonmanager import Flow
+from mcptape.proxy.addons import recorder as recorder_module
+from mcptape.proxy.addons.recorder import Recorder
 from mcptape.store import open_store
+from mcptape.wire.frame import Frame
 
 
 def _wait_until(condition: object, timeout: float = 20) -> None:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from mcptape.config import UpstreamSpec
+from mcptape.config.registry import UpstreamSpec
 from mcptape.redact import (
     PLACEHOLDER,
     placeholder,

@@ -11,11 +11,11 @@ from typing import Any
 import orjson
 import pytest
 
-from mcptape.frames import Frame
-from mcptape.proxy.addons import AddonError, AddonManager, Flow, Outcome, SessionContext
-from mcptape.proxy.link import MemoryLink, memory_pair
-from mcptape.proxy.recorder import Recorder
+from mcptape.proxy.addonmanager import AddonError, AddonManager, Flow, Outcome, SessionContext
+from mcptape.proxy.addons.recorder import Recorder
+from mcptape.proxy.links.memory import MemoryLink, memory_pair
 from mcptape.proxy.relay import Relay
+from mcptape.wire.frame import Frame
 from tests.recording import query
 
 

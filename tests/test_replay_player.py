@@ -6,8 +6,8 @@ import asyncio
 import json
 from typing import Any
 
-from mcptape.proxy.addons import AddonManager, SessionContext
-from mcptape.proxy.link import MemoryLink
+from mcptape.proxy.addonmanager import AddonManager, SessionContext
+from mcptape.proxy.links.memory import MemoryLink
 from mcptape.proxy.relay import Relay
 from mcptape.replay.player import TapePlayer
 from mcptape.replay.tape import build_tape, tape_frame

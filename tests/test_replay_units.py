@@ -328,9 +328,9 @@ def test_lists_of_named_objects_compare_by_name() -> None:
 
 
 def test_id_keys_match_the_relays() -> None:
-    from mcptape.ids import encode_id
-    from mcptape.ids import id_key as text_key
     from mcptape.replay.tape import id_key
+    from mcptape.wire.ids import encode_id
+    from mcptape.wire.ids import id_key as text_key
 
     for value in (0, 7, -3, 2**70, 1.0, 1.5, "7", "é", None, True):
         assert id_key(value) == text_key(encode_id(value)), value

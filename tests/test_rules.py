@@ -1,4 +1,4 @@
-"""Injection rules (mcptape.rules) and their CLI options, with plain values."""
+"""Injection rules (mcptape.rules.rules) and their CLI options, with plain values."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from mcptape.cli.common import UserError
 from mcptape.cli.rule_options import rule_options, rules_from_cli
-from mcptape.rules import Answer, RuleContext, RuleError, Rules, auto_form, auto_result
+from mcptape.rules.rules import Answer, RuleContext, RuleError, Rules, auto_form, auto_result
 
 SAMPLE = {"role": "assistant", "content": {"type": "text", "text": "canned"}, "model": "m1"}
 SAMPLING_PARAMS = {

@@ -1,6 +1,6 @@
 """Output a recording controls never drives the terminal: one escaping function, used everywhere.
 
-Plain values first (mcptape.cli.safe_text.safe), then every human-readable output that
+Plain values first (mcptape.terminal.safe), then every human-readable output that
 prints recorded text: `show` (lines, header, --full), `sessions`, `sql` tables and the
 one-line errors that quote session names.
 """
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.cli.safe_text import safe, safe_lines
-from mcptape.frames import Frame
 from mcptape.store import open_store
+from mcptape.terminal import safe, safe_lines
+from mcptape.wire.frame import Frame
 from tests.cli_errors import assert_one_line_error
 from tests.conftest import MCPTAPE
 

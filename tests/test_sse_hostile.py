@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from mcptape.frames import Frame
 from mcptape.proxy.http import sse
-from mcptape.proxy.http.client import HttpClientLink
 from mcptape.proxy.http.sse import SseParser
+from mcptape.proxy.http.upstream_http import HttpClientLink
+from mcptape.wire.frame import Frame
 
 STREAM = (
     b': comment\r\nid: a1\r\nevent: message\r\ndata: {"x":1}\r\n\r\n'

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from mcptape.proxy import process
-from mcptape.proxy.process import _Stderr
+from mcptape.proxy.links import process
+from mcptape.proxy.links.process import _Stderr
 
 
 class Collect:

@@ -18,7 +18,7 @@ from tests.conftest import ROOT
 # migrate the database.
 WRITER_SCRIPT = """
 import json, os, sys, time
-from mcptape.frames import Frame
+from mcptape.wire.frame import Frame
 from mcptape.store import open_store
 
 db, start, count = sys.argv[1], sys.argv[2], int(sys.argv[3])

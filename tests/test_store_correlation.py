@@ -5,9 +5,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from mcptape.frames import Frame
 from mcptape.store import correlation
 from mcptape.store.correlation import Correlator, id_key, pair_stored
+from mcptape.wire.frame import Frame
 
 
 def see(correlator: Correlator, seq: int, text: str, direction: str = "c2s", *, replaces: int | None = None):  # type: ignore[no-untyped-def]

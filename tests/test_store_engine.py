@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from mcptape.frames import Frame
 from mcptape.migrations import runner
 from mcptape.store import StoreError, default_db_path, open_store, resolve_url
 from mcptape.store.engine import open_unmigrated
 from mcptape.store.schema import metadata
 from mcptape.store.views import CURRENT
+from mcptape.wire.frame import Frame
 
 
 def mode_of(path: Path) -> int:

@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from mcptape.frames import Frame
 from mcptape.migrations import runner
 from mcptape.store import open_store
 from mcptape.store.correlation import Correlator
 from mcptape.store.rows import FRAME_COLUMNS, frame_row
+from mcptape.wire.frame import Frame
 from tests.conftest import CORPUS
 from tests.postgres import Postgres, private_server
 

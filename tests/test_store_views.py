@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 import pytest
 
-from mcptape.frames import Frame
 from mcptape.migrations.frozen import views_0001, views_0004
 from mcptape.migrations.frozen.views_0001 import VIEWS_V1
 from mcptape.store import Store, open_store
+from mcptape.wire.frame import Frame
 from tests.conftest import CORPUS
 
 T0 = 1_700_000_000.0

@@ -23,7 +23,6 @@ import sqlalchemy as sa
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from mcptape.frames import Direction, Frame, Origin, classify_message
 from mcptape.migrations import runner
 from mcptape.migrations.frozen.views_0001 import VIEWS_V1
 from mcptape.migrations.frozen.views_0002 import VIEWS_V2
@@ -32,6 +31,7 @@ from mcptape.store.engine import open_unmigrated
 from mcptape.store.rows import FRAME_COLUMNS, frame_row
 from mcptape.store.schema import frames
 from mcptape.store.views import CURRENT
+from mcptape.wire.frame import Direction, Frame, Origin, classify_message
 from tests.conftest import CORPUS, MCPTAPE, ROOT
 from tests.postgres import Postgres, private_server
 

@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters, types
 
-from mcptape.frames import Frame
 from mcptape.migrations import runner
 from mcptape.migrations.frozen import views_0003
 from mcptape.store import Store, open_store
 from mcptape.store.engine import open_unmigrated
 from mcptape.store.views import CURRENT
+from mcptape.wire.frame import Frame
 from tests.conftest import MCPTAPE, ROOT, everything_server_cmd
 from tests.gateway_proc import GatewayProcess
 from tests.http_servers import everything_http

@@ -14,10 +14,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mcptape.frames import Frame
 from mcptape.store import Store, StoreError, WriterClosedError, open_store
 from mcptape.store.backlog import Backlog
 from mcptape.store.rows import CUT_PREVIEW_BYTES, MAX_FRAME_BYTES
+from mcptape.wire.frame import Frame
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcptape.wrapping import mcptape_launcher, unwrap_servers, wrap_servers, wrapped_split
+from mcptape.config.wrap import mcptape_launcher, unwrap_servers, wrap_servers, wrapped_split
 from tests.conftest import MCPTAPE, ROOT
 
 CLAUDE = ROOT / "tests" / "data" / "configs" / "claude_desktop_config.json"
@@ -468,7 +468,7 @@ def test_unwrap_leaves_alone_what_wrap_did_not_write(tmp_path: Path) -> None:
 )
 def test_parse_wrapped_recognises_what_wrap_writes(entry: dict[str, Any], cut: int) -> None:
     # ``cut`` counts the command as 0: it is where the original command stands.
-    from mcptape.wrapping import parse_wrapped
+    from mcptape.config.wrap import parse_wrapped
 
     wrapped = parse_wrapped(entry)
     assert wrapped is not None and wrapped.cut == cut
@@ -487,7 +487,7 @@ def test_unwrap_backs_up_before_it_rewrites(config: Path) -> None:
 def test_rewrites_ask_for_the_owner_and_group_of_the_file(
     config: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mcptape import configfile
+    from mcptape.config import files as configfile
 
     st = config.stat()
     calls: list[tuple[str, int, int]] = []

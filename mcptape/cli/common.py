@@ -18,7 +18,7 @@ class UserError(click.ClickException):
     exit_code = 2
 
     def show(self, file: Any = None) -> None:
-        from mcptape.cli.safe_text import safe
+        from mcptape.terminal import safe
 
         # Messages quote names a recording controls (sessions, servers, methods).
         click.echo(f"mcptape: error: {safe(self.format_message())}", err=True)

@@ -38,7 +38,7 @@ class DemoFailed(click.ClickException):
     exit_code = 1
 
     def show(self, file: Any = None) -> None:
-        from mcptape.cli.safe_text import safe
+        from mcptape.terminal import safe
 
         click.echo(f"mcptape: error: {safe(self.format_message())}", err=True)
 
@@ -125,7 +125,7 @@ def demo(db: str | None, quiet: bool) -> None:
 def suggestions(prog: str, hint: str) -> list[tuple[str, str]]:
     """What to try after the tour, as commands that work as printed (``prog`` is how to run
     mcptape here, ``hint`` the --db option when one was given)."""
-    from mcptape.config import default_client_config_path
+    from mcptape.config.registry import default_client_config_path
 
     config = default_client_config_path()
     # Without a desktop client's config, wrap needs the path of an mcpServers file.
@@ -144,7 +144,7 @@ def invocation() -> list[str]:
     current directory, e.g. ``.venv/bin/mcptape``), else ``python -m mcptape``."""
     import shutil
 
-    from mcptape.wrapping import mcptape_launcher
+    from mcptape.config.wrap import mcptape_launcher
 
     typed = (
         sys.argv[0] if os.path.basename(sys.argv[0]) == "mcptape" and os.path.isfile(sys.argv[0]) else None

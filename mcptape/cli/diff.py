@@ -86,14 +86,14 @@ def diff(
     if as_json:
         import orjson
 
-        from mcptape.cli.safe_text import safe_lines
+        from mcptape.terminal import safe_lines
 
         data = report_json(report, first, second)
         # orjson escapes C0 but not DEL, C1 or bidi controls, which a server's names may
         # carry: escaped too, the JSON means the same and cannot drive a terminal.
         sys.stdout.write(safe_lines(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()) + "\n")
     else:
-        from mcptape.cli.safe_text import safe
+        from mcptape.terminal import safe
 
         # Tool names, descriptions and values come from the servers: escaped for the terminal.
         for line in report_lines(report, first, second):

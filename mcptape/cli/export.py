@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from mcptape.cli.common import UserError, db_option, writing_output
-from mcptape.cli.safe_text import safe
+from mcptape.terminal import safe
 
 if TYPE_CHECKING:
     from mcptape.store.queries import StoredFrame

@@ -23,7 +23,7 @@ from typing import IO, Any, Final, TypeVar
 
 import click
 
-from mcptape.cli.safe_text import safe
+from mcptape.terminal import safe
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -228,7 +228,7 @@ def cell_text(value: Any) -> str:
 
 
 def one_line(text: str) -> str:
-    """``text`` on one line, safe for a terminal: see :func:`mcptape.cli.safe_text.safe`."""
+    """``text`` on one line, safe for a terminal: see :func:`mcptape.terminal.safe`."""
     return safe(text)
 
 

@@ -144,7 +144,7 @@ def proxy(
         raise UserError(
             "--declare-capabilities needs rules to declare: --handle-sampling, --handle-elicitation, --roots or --inject"
         )
-    from mcptape.proxy.http.security import TOKEN_ENV, is_loopback, new_token
+    from mcptape.gateway.security import TOKEN_ENV, is_loopback, new_token
 
     if not is_loopback(host):
         if not allow_remote:
@@ -157,8 +157,8 @@ def proxy(
             f"mcptape: warning: listening on {host}: anyone who can reach it and has the token can use your servers",
             err=True,
         )
-    from mcptape.cli.safe_text import safe
-    from mcptape.config import ConfigError, known_upstreams, read_registry
+    from mcptape.config.registry import ConfigError, known_upstreams, read_registry
+    from mcptape.terminal import safe
 
     try:
         registry = known_upstreams(config_path)
@@ -177,8 +177,8 @@ def proxy(
             _write_token(token, token_file)
     import asyncio
 
-    from mcptape.proxy.gateway import GatewayConfig
-    from mcptape.proxy.http.listener import run_gateway
+    from mcptape.gateway.app import GatewayConfig
+    from mcptape.gateway.listener import run_gateway
 
     config = GatewayConfig(
         registry=registry,

@@ -141,7 +141,7 @@ def record(
         )
     import asyncio
 
-    from mcptape.proxy.session import RecordPlan, run_record
+    from mcptape.proxy.record import RecordPlan, run_record
 
     remote = _remote_upstream(url, transport, header_flags, command, upstream, config_path)
     if remote is not None:
@@ -226,7 +226,7 @@ def _remote_upstream(
     if url is None:
         if not upstream:
             return None
-        from mcptape.config import ConfigError, resolve_upstream
+        from mcptape.config.registry import ConfigError, resolve_upstream
 
         try:
             spec = resolve_upstream(upstream, config_path)
@@ -239,7 +239,7 @@ def _remote_upstream(
             headers = expand_headers(spec.headers)
         except HeaderError as exc:
             raise UserError(f"upstream {upstream!r}: {exc}") from exc
-    from mcptape.config import url_problem
+    from mcptape.config.registry import url_problem
 
     problem = url_problem(url)
     if problem is not None:
@@ -272,7 +272,7 @@ def _upstream_command(
     if command and upstream:
         raise UserError("give either --upstream NAME or a command after --, not both")
     if upstream:
-        from mcptape.config import ConfigError, resolve_upstream
+        from mcptape.config.registry import ConfigError, resolve_upstream
 
         try:
             spec = resolve_upstream(upstream, config_path)
@@ -286,7 +286,7 @@ def _upstream_command(
         argv = list(spec.command)
         # An entry `mcptape wrap` rewrote already runs through a recorder: record its
         # server once, not a recorder recording a recorder.
-        from mcptape.wrapping import wrapped_split
+        from mcptape.config.wrap import wrapped_split
 
         split = wrapped_split({"command": argv[0], "args": argv[1:]})
         if split is not None and split[1]:

@@ -202,9 +202,9 @@ def _run(
     import asyncio
     import json
 
-    from mcptape.cli.safe_text import safe
     from mcptape.replay.compare import format_session, report_json, report_junit, summary_line
     from mcptape.replay.run import replay_tape
+    from mcptape.terminal import safe
 
     async def main() -> list[Replayed]:
         done = []

@@ -1,7 +1,7 @@
 """The injection options every command that talks to a server shares (record, proxy, call).
 
 ``@rule_options`` adds ``--handle-sampling``, ``--handle-elicitation``, ``--roots`` and
-``--inject``; :func:`rules_from_cli` turns their values into :class:`mcptape.rules.Rules`
+``--inject``; :func:`rules_from_cli` turns their values into :class:`mcptape.rules.rules.Rules`
 or a one-line usage error. Only click is imported here, so ``--help`` stays fast.
 """
 
@@ -15,7 +15,7 @@ import click
 from mcptape.cli.common import UserError
 
 if TYPE_CHECKING:
-    from mcptape.rules import Rules
+    from mcptape.rules.rules import Rules
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -69,7 +69,7 @@ def rules_from_cli(
     inject: str | None,
 ) -> Rules:
     """The rules the options describe; a UserError (exit 2, one line) when one is unusable."""
-    from mcptape.rules import RuleError, Rules
+    from mcptape.rules.rules import RuleError, Rules
 
     try:
         return Rules.from_options(

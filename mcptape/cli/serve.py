@@ -166,7 +166,7 @@ def serve(
 
 def _address(listen: str, no_auth: bool, allow_remote: bool) -> tuple[str, int]:
     from mcptape.cli.proxy import _parse_listen
-    from mcptape.proxy.http.security import is_loopback
+    from mcptape.gateway.security import is_loopback
 
     host, port = _parse_listen(listen)
     if not is_loopback(host):
@@ -187,7 +187,7 @@ def _serve_http(plan: Any, address: tuple[str, int], no_auth: bool, token_file: 
     import os
 
     from mcptape.cli.proxy import _write_token
-    from mcptape.proxy.http.security import TOKEN_ENV, new_token
+    from mcptape.gateway.security import TOKEN_ENV, new_token
     from mcptape.replay.http_serving import run_serve_http, tape_config
 
     token: str | None = None

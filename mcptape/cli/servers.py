@@ -33,7 +33,7 @@ def servers(config_path: str | None, fmt: str) -> None:
       mcptape servers --config ~/.config/Claude/claude_desktop_config.json --json
     """
     from mcptape.cli.output import emit
-    from mcptape.config import ConfigError, builtin_upstreams, read_registry
+    from mcptape.config.registry import ConfigError, builtin_upstreams, read_registry
 
     try:
         # Read once: a config of many thousand entries is parsed and redacted once, not twice.

@@ -10,7 +10,7 @@ import click
 
 from mcptape.cli.common import UserError, db_option
 from mcptape.cli.output import output_options
-from mcptape.cli.safe_text import safe
+from mcptape.terminal import safe
 
 if TYPE_CHECKING:
     from sqlalchemy import RowMapping

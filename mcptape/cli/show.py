@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from mcptape.cli.common import UserError, db_option, writing_output
-from mcptape.cli.safe_text import safe, safe_lines
 from mcptape.cli.summaries import _dict, compact, count_of, summarize_request, summarize_result
-from mcptape.frames import encode_id
+from mcptape.terminal import safe, safe_lines
+from mcptape.wire.frame import encode_id
 
 if TYPE_CHECKING:
     from sqlalchemy import RowMapping
@@ -120,7 +120,7 @@ def _lenient_message(frame: StoredFrame) -> Any:
     msg = frame.message()
     if msg is not None:
         return msg
-    from mcptape.frames import parse
+    from mcptape.wire.frame import parse
 
     parsed = parse(frame.text.encode("utf-8", "surrogatepass"))
     return parsed if isinstance(parsed, dict | list) else None
@@ -134,7 +134,7 @@ def event_line(event: StoredEvent) -> Line:
 def render_line(line: Line, start: float) -> str:
     """A line as text: offset from the session start, arrow, kind, method and id, summary.
 
-    Everything a recording controls is escaped (:func:`mcptape.cli.safe_text.safe`).
+    Everything a recording controls is escaped (:func:`mcptape.terminal.safe`).
     """
     offset = f"{'+' if line.ts >= start else '-'}{abs(line.ts - start):.3f}s"
     kind = KIND_SHORT.get(line.kind, line.kind)

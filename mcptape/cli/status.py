@@ -12,7 +12,7 @@ still marked ``running`` whose recorder is gone (killed, machine rebooted) is ``
 
 from __future__ import annotations
 
-from mcptape.procinfo import process_ended, process_started_at, recorder_alive
+from mcptape.store.procinfo import process_ended, process_started_at, recorder_alive
 
 __all__ = ["exit_words", "is_lost", "process_ended", "process_started_at", "recorder_alive", "status_label"]
 

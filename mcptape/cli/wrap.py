@@ -2,7 +2,7 @@
 
 The click commands: loading the config, choosing servers, printing the summary and the
 diff. How an entry is wrapped and unwrapped, and how the file is written, is in
-:mod:`mcptape.wrapping`.
+:mod:`mcptape.config.wrap`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import click
 from mcptape.cli.common import UserError, db_option
 
 if TYPE_CHECKING:
-    from mcptape.wrapping import Outcome
+    from mcptape.config.wrap import Outcome
 
 
 class _Config(NamedTuple):
@@ -30,9 +30,9 @@ class _Config(NamedTuple):
 
 
 def _load(config: str | None) -> _Config:
-    from mcptape.config import ConfigError, default_client_config_path, read_config_document
-    from mcptape.configfile import backup_path, split_bom
-    from mcptape.jsontext import loads_jsonc
+    from mcptape.config.files import backup_path, split_bom
+    from mcptape.config.registry import ConfigError, default_client_config_path, read_config_document
+    from mcptape.wire.jsontext import loads_jsonc
 
     path = Path(config) if config is not None else default_client_config_path()
     try:
@@ -53,7 +53,7 @@ def _load(config: str | None) -> _Config:
 def _selection(document: dict[str, Any], only: tuple[str, ...]) -> frozenset[str] | None:
     if not only:
         return None
-    from mcptape.config import servers_key
+    from mcptape.config.registry import servers_key
 
     servers = document[servers_key(document) or "mcpServers"]
     # `--only a,b` is `--only a --only b`, unless a server's own name has a comma.
@@ -69,10 +69,10 @@ def _selection(document: dict[str, Any], only: tuple[str, ...]) -> frozenset[str
 
 def _apply(cfg: _Config, new_document: dict[str, Any], outcomes: list[Outcome], dry_run: bool) -> bool:
     """Show the diff or write the file, then print the summary; returns whether the file changed."""
-    from mcptape.cli.safe_text import safe, safe_lines
-    from mcptape.configedit import EditError
-    from mcptape.configfile import back_up, unified_diff, write_atomically
-    from mcptape.wrapping import rewrite_text
+    from mcptape.config.edit import EditError
+    from mcptape.config.files import back_up, unified_diff, write_atomically
+    from mcptape.config.wrap import rewrite_text
+    from mcptape.terminal import safe, safe_lines
 
     path = cfg.path
     try:
@@ -141,7 +141,7 @@ def wrap(config: str | None, db: str | None, dry_run: bool, only: tuple[str, ...
       mcptape wrap ~/.cursor/mcp.json --only filesystem --db ~/mcp-recordings.db
       mcptape wrap --remote --only linear
     """
-    from mcptape.wrapping import mcptape_launcher, wrap_servers
+    from mcptape.config.wrap import mcptape_launcher, wrap_servers
 
     cfg = _load(config)
     if db is not None and "://" not in db:
@@ -157,7 +157,7 @@ def wrap(config: str | None, db: str | None, dry_run: bool, only: tuple[str, ...
 
             where = f"{default_db_path()} (the default; MCPTAPE_DB in the client's environment would win)"
         verb = "Recording into" if changed else "Would record into"
-        from mcptape.cli.safe_text import safe
+        from mcptape.terminal import safe
 
         click.echo(safe(f"{verb} {where}."), file=sys.stdout if changed else sys.stderr)
     if changed:
@@ -192,7 +192,7 @@ def unwrap(config: str | None, dry_run: bool, only: tuple[str, ...]) -> None:
       mcptape unwrap
       mcptape unwrap ~/.cursor/mcp.json --only filesystem
     """
-    from mcptape.wrapping import unwrap_servers
+    from mcptape.config.wrap import unwrap_servers
 
     cfg = _load(config)
     new_document, outcomes = unwrap_servers(cfg.document, _selection(cfg.document, only), cfg.backup)

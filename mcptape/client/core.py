@@ -39,7 +39,7 @@ from mcptape.client.errors import (
     RequestTimeout,
     server_error,
 )
-from mcptape.frames import Frame
+from mcptape.wire.frame import Frame
 
 State = Literal["disconnected", "connecting", "connected", "disconnecting", "error"]
 CONNECTION_CLOSED = -32000  # what the relay answers a request with when the server is gone

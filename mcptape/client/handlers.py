@@ -1,6 +1,6 @@
 """Answers to the server's requests (sampling, elicitation, roots) from the injection rules.
 
-The rules are the proxy's (:mod:`mcptape.rules`, one implementation for both). What no
+The rules are the proxy's (:mod:`mcptape.rules.rules`, one implementation for both). What no
 rule answers is declined, captured for the output and said on stderr: an elicitation
 gets ``{"action": "decline"}``, sampling the error the spec's examples use for a
 refusal, anything else "method not found". ``ping`` is answered by the core itself.
@@ -19,7 +19,7 @@ from mcptape.client.core import ClientCore, Reply, ServerRequest, ServerRequestH
 from mcptape.client.errors import ApplicationError, ProtocolError
 
 if TYPE_CHECKING:
-    from mcptape.rules import Rules
+    from mcptape.rules.rules import Rules
 
 SAMPLING = "sampling/createMessage"
 ELICITATION = "elicitation/create"
@@ -42,7 +42,7 @@ def rules_handler(rules: Rules | None, warn: Callable[[str], None]) -> ServerReq
 
     def handle(method: str, params: Any, tool: str | None) -> Reply:
         if rules:
-            from mcptape.rules import RuleContext
+            from mcptape.rules.rules import RuleContext
 
             answer = rules.answer(method, params, RuleContext(tool_name=tool))
             if answer is not None:

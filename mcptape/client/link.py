@@ -13,8 +13,8 @@ import asyncio
 import threading
 from collections.abc import Callable
 
-from mcptape.frames import Frame
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LinkEnd
+from mcptape.wire.frame import Frame
 
 
 class ClientLink:

@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mcptape.cli.safe_text import safe_lines
 from mcptape.client.errors import ClientError, ToolError
+from mcptape.terminal import safe_lines
 
 STRUCTURED_VERSION = 1
 

@@ -110,7 +110,7 @@ class Runner:
     def say(self, text: str) -> None:
         """One line on stderr. Log messages, error messages and names in it come from the
         server: escaped so that they cannot drive the terminal."""
-        from mcptape.cli.safe_text import safe
+        from mcptape.terminal import safe
 
         print(f"mcptape: {safe(text)}", file=self.err, flush=True)
 

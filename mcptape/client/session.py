@@ -27,14 +27,14 @@ from mcptape.client.errors import ConnectError, ConnectTimeout, HttpError, Trans
 from mcptape.client.link import ClientLink
 from mcptape.client.negotiate import ServerHello, negotiate
 from mcptape.client.retry import BACKOFF, with_retries
-from mcptape.proxy.addons import AddonManager, Outcome, SessionContext
+from mcptape.proxy.addonmanager import AddonManager, Outcome, SessionContext
 from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.relay import Relay
 
 if TYPE_CHECKING:
     from mcptape.client.authflow import Authorizer
     from mcptape.client.authpolicy import ClientConfig
-    from mcptape.proxy.recording import BackgroundStore
+    from mcptape.proxy.addons.recording import BackgroundStore
 
 
 @dataclass
@@ -121,7 +121,7 @@ class CallSession:
             self._open_store()
 
     def _open_store(self) -> None:
-        from mcptape.proxy.recording import BackgroundStore, SessionRow
+        from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
 
         description = self.target.description
         if self.target.argv:
@@ -139,8 +139,8 @@ class CallSession:
             return await self._open_remote(self.target.url)
         if self.target.argv is None:
             raise ConnectError(f"no way to reach {self.target.description}")
-        from mcptape.proxy.looppipe import LoopProcessLink
-        from mcptape.proxy.process import SpawnError
+        from mcptape.proxy.links.looppipe import LoopProcessLink
+        from mcptape.proxy.links.process import SpawnError
 
         try:
             link = LoopProcessLink.spawn(
@@ -235,7 +235,7 @@ class CallSession:
     def _start_relay(self, server: Link) -> None:
         addons: list[Any] = []
         if self.options.record:
-            from mcptape.proxy.recorder import Recorder
+            from mcptape.proxy.addons.recorder import Recorder
 
             self._recorder = Recorder()
             addons.append(self._recorder)

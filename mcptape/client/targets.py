@@ -54,7 +54,7 @@ def _remote_target(
     url: str, spec: Any, headers: dict[str, str], opts: dict[str, Any], name: str | None
 ) -> Target:
     """A streamable HTTP or SSE server; flags override the config entry."""
-    from mcptape.config import url_problem
+    from mcptape.config.registry import url_problem
 
     problem = url_problem(url)
     if problem is not None:
@@ -89,7 +89,7 @@ def target_from(command: tuple[str, ...], opts: dict[str, Any]) -> Target:
     headers = headers_from(opts)
     spec = None
     if name:
-        from mcptape.config import ConfigError, resolve_upstream
+        from mcptape.config.registry import ConfigError, resolve_upstream
 
         try:
             spec = resolve_upstream(name, opts["config_path"])

@@ -23,8 +23,8 @@ from typing import Any
 
 import orjson
 
-from mcptape.frames import Frame, classify_batch, opposite
-from mcptape.jsontext import element_spans
+from mcptape.wire.frame import Frame, classify_batch, opposite
+from mcptape.wire.jsontext import element_spans
 
 
 def _dumps(value: Any) -> bytes:

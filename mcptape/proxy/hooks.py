@@ -1,7 +1,7 @@
 """The hooks an addon may implement, one documented entry each (mitmproxy's hooks.py, kept small).
 
 An addon is any object with methods named after these hooks; each is optional and may
-be sync or async unless noted. :class:`mcptape.proxy.addons.AddonManager` finds them
+be sync or async unless noted. :class:`mcptape.proxy.addonmanager.AddonManager` finds them
 by name, and refuses an addon with a public method whose name is a near miss of a
 hook (``frame_don``), so a typo fails when the addon is added instead of never running.
 """

@@ -44,12 +44,12 @@ from typing import Any
 
 import orjson
 
-from mcptape.frames import Direction, Frame, classify_batch, id_key, opposite
-from mcptape.ids import encode_id
-from mcptape.proxy.addons import AddonManager, Flow, Outcome, SessionContext
+from mcptape.proxy.addonmanager import AddonManager, Flow, Outcome, SessionContext
 from mcptape.proxy.flow import error_bytes
 from mcptape.proxy.link import Link, LinkClosed, LinkEnd, wait_from_thread
-from mcptape.proxy.process import status_sentence
+from mcptape.proxy.links.process import status_sentence
+from mcptape.wire.frame import Direction, Frame, classify_batch, id_key, opposite
+from mcptape.wire.ids import encode_id
 
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
 CONNECTION_CLOSED = -32000

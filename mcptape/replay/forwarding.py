@@ -20,10 +20,10 @@ from typing import Any, Final
 
 import orjson
 
-from mcptape.frames import Frame
 from mcptape.proxy.link import EventSink, Link, LinkClosed, LinkEnd
-from mcptape.proxy.process import status_sentence
+from mcptape.proxy.links.process import status_sentence
 from mcptape.replay.tape import id_key
+from mcptape.wire.frame import Frame
 
 GONE: Final = -32000  # the server ended (the SDKs' code for a closed connection)
 INIT_ID: Final = "mcptape-serve-init"

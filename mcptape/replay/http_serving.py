@@ -1,6 +1,6 @@
 """`serve --listen`: a recording's server side over streamable HTTP and legacy SSE, a fresh tape per session.
 
-The HTTP is the gateway's (:mod:`mcptape.proxy.gateway`): its Host, Origin and token
+The HTTP is the gateway's (:mod:`mcptape.gateway.app`): its Host, Origin and token
 checks, its streamable HTTP sessions (SSE streams, ``Last-Event-ID``, DELETE, idle
 timeout) and its legacy SSE endpoint. :class:`TapeGateway` only puts a
 :class:`~mcptape.replay.mock.TapeServer` where the gateway puts an upstream, so each
@@ -19,18 +19,18 @@ from typing import Final
 
 from aiohttp import web
 
-from mcptape.config import UpstreamSpec
-from mcptape.proxy.addons import AddonManager, SessionContext
-from mcptape.proxy.gateway import Gateway, GatewayConfig, GatewaySession, UpstreamUnavailable
-from mcptape.proxy.http.gateway_store import GatewayStore
-from mcptape.proxy.http.listener import serve_gateway
-from mcptape.proxy.http.server import DownstreamLink
-from mcptape.proxy.process import SpawnError
-from mcptape.proxy.recorder import Recorder
+from mcptape.config.registry import UpstreamSpec
+from mcptape.gateway.app import Gateway, GatewayConfig, GatewaySession, UpstreamUnavailable
+from mcptape.gateway.listener import serve_gateway
+from mcptape.gateway.store import GatewayStore
+from mcptape.proxy.addonmanager import AddonManager, SessionContext
+from mcptape.proxy.addons.recorder import Recorder
+from mcptape.proxy.http.downstream import DownstreamLink
+from mcptape.proxy.links.process import SpawnError
 from mcptape.proxy.relay import Relay
 from mcptape.replay.mock import TapeServer
 from mcptape.replay.serving import ServePlan, forward_problem, open_fallback, strict_failures
-from mcptape.say import say as _say
+from mcptape.terminal import say as _say
 
 NAME: Final = "tape"
 SIGNALS = (signal.SIGINT, signal.SIGTERM)

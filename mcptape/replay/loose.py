@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from mcptape.frames import classify_message
 from mcptape.replay.tape import Tape
+from mcptape.wire.frame import classify_message
 
 Item = tuple[str, Any]  # ("notification", message) or ("call", ServerCall), as Exchange.timeline
 Anchor = tuple[str, int]  # (client method, its occurrence from 1)

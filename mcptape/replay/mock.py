@@ -37,7 +37,6 @@ from typing import Any, Final
 
 import orjson
 
-from mcptape.frames import Frame, classify_message
 from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkClosed, LinkEnd, wait_from_thread
 from mcptape.replay.book import AnswerBook, Entry
 from mcptape.replay.forwarding import Forwarder
@@ -45,6 +44,7 @@ from mcptape.replay.loose import Anchors, Item, anchored
 from mcptape.replay.matchers import miss_message
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.tape import Exchange, ServerCall, Tape, id_key
+from mcptape.wire.frame import Frame, classify_message
 
 HANDSHAKES: Final = ("initialize", "server/discover")
 MISS: Final = -32601  # the method (with these params) is not on the tape

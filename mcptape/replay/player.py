@@ -36,7 +36,6 @@ from typing import Any
 
 import orjson
 
-from mcptape.frames import Frame
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkEnd, wait_from_thread
 from mcptape.replay.book import AnswerBook, Entry
 from mcptape.replay.tape import (
@@ -49,6 +48,7 @@ from mcptape.replay.tape import (
     message_kinds,
     tape_frame,
 )
+from mcptape.wire.frame import Frame
 
 METHOD_NOT_FOUND = -32601
 # The delivering thread sends the next frame itself only when the server has read every

@@ -17,19 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcptape.proxy.addons import AddonManager, SessionContext
+from mcptape.proxy.addonmanager import AddonManager, SessionContext
+from mcptape.proxy.addons.recorder import Recorder
+from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
 from mcptape.proxy.link import Link
-from mcptape.proxy.process import ProcessLink, SpawnError
-from mcptape.proxy.recorder import Recorder
-from mcptape.proxy.recording import BackgroundStore, SessionRow
+from mcptape.proxy.links.process import ProcessLink, SpawnError
+from mcptape.proxy.record import _redacted
 from mcptape.proxy.relay import Relay
-from mcptape.proxy.session import _redacted
 from mcptape.replay.compare import DIFFERS, ExchangeResult, SessionResult, compare_tapes
 from mcptape.replay.matchers import Difference
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.player import TapePlayer
 from mcptape.replay.tape import Tape, TapeFrame
-from mcptape.say import say as _say
+from mcptape.terminal import say as _say
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 PROGRESS_EVERY = 250
@@ -50,7 +50,7 @@ class ReplayPlan:
     grace: float = 2.0
     echo_stderr: bool = False
     progress: bool = True
-    rules: Any = None  # mcptape.rules.Rules: the user's injection rules, asked before the recording
+    rules: Any = None  # mcptape.rules.rules.Rules: the user's injection rules, asked before the recording
     # A remote server (--url, or a remote --upstream entry): a fresh link to it per recording.
     upstream_link: Callable[[], Link] | None = None
     transport: str = "stdio"
@@ -171,7 +171,7 @@ def _flood(tape: Tape, player: TapePlayer) -> ExchangeResult:
 
 def rules_answer(rules: Any, player: TapePlayer) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
     """The player's hook asking injection rules about a live server request."""
-    from mcptape.rules import RuleContext
+    from mcptape.rules.rules import RuleContext
 
     def answer(request: dict[str, Any]) -> dict[str, Any] | None:
         method = request.get("method")

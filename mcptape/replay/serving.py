@@ -15,17 +15,17 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mcptape.proxy.addons import AddonManager, SessionContext
+from mcptape.proxy.addonmanager import AddonManager, SessionContext
+from mcptape.proxy.addons.recorder import Recorder
+from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
 from mcptape.proxy.link import Link, LinkClosed
-from mcptape.proxy.process import ProcessLink, SpawnError
-from mcptape.proxy.recorder import Recorder
-from mcptape.proxy.recording import BackgroundStore, SessionRow
+from mcptape.proxy.links.process import ProcessLink, SpawnError
+from mcptape.proxy.links.stdio import open_stdio_link
 from mcptape.proxy.relay import Relay
-from mcptape.proxy.stdio import open_stdio_link
 from mcptape.replay.mock import TapeServer
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.tape import Tape
-from mcptape.say import say as _say
+from mcptape.terminal import say as _say
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

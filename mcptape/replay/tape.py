@@ -32,9 +32,9 @@ from typing import Any, Final
 
 import orjson
 
-from mcptape.frames import Direction, classify_message, parse
-from mcptape.ids import encode_id
-from mcptape.ids import id_key as text_key
+from mcptape.wire.frame import Direction, classify_message, parse
+from mcptape.wire.ids import encode_id
+from mcptape.wire.ids import id_key as text_key
 
 PROGRESS: Final = "notifications/progress"
 CANCELLED: Final = "notifications/cancelled"
@@ -80,7 +80,7 @@ def tape_frame(
     """A tape frame with its messages parsed (a batch is flattened into its elements).
 
     ``value`` is the frame's parsed JSON when the caller has it already (a relayed
-    :class:`~mcptape.frames.Frame` keeps it): the bytes are not parsed again; ``kind``,
+    :class:`~mcptape.wire.frame.Frame` keeps it): the bytes are not parsed again; ``kind``,
     that value's kind when the caller has classified it (a replay classifies each frame
     several times otherwise).
     """

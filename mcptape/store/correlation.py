@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from mcptape.frames import classify_message, id_key
+from mcptape.wire.frame import classify_message, id_key
 
 # Requests nobody answers (notifications sent with an id by mistake, a dead peer) must
 # not grow the writer's memory without end: past this many waiting in one session, the

@@ -17,7 +17,7 @@ import sqlite3
 import sys
 from typing import Final
 
-from mcptape.frames import Frame
+from mcptape.wire.frame import Frame
 
 __all__ = ["ALONE", "Handoff", "probe"]
 

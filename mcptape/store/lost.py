@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from mcptape.procinfo import recorder_alive
+from mcptape.store.procinfo import recorder_alive
 from mcptape.store.schema import frames, sessions
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Row shaping for the store: sessions, frames and events as the values the writer inserts.
 
-``frame_row`` turns a :class:`~mcptape.frames.Frame` into a ``frames`` row in
+``frame_row`` turns a :class:`~mcptape.wire.frame.Frame` into a ``frames`` row in
 :data:`FRAME_COLUMNS` order (UTF-8 text, raw bytes when text cannot hold them, a cut
 for frames over :data:`MAX_FRAME_BYTES`); ``new_session_row`` and ``session_values``
 shape ``sessions`` values; ``json_text`` encodes metadata and event data;
@@ -23,8 +23,8 @@ import orjson
 import sqlalchemy as sa
 
 from mcptape import __version__
-from mcptape.frames import Frame
 from mcptape.store.schema import sessions
+from mcptape.wire.frame import Frame
 
 MAX_FRAME_BYTES: Final = 64 << 20
 # The text kept of a frame cut at MAX_FRAME_BYTES (its bytes are all in ``raw``).

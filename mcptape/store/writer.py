@@ -24,11 +24,11 @@ deleted or replaced under it: see :mod:`mcptape.store.fileid`) sets
 :attr:`Writer.failed`, a one-line message; what is queued after that is counted in
 :attr:`Writer.lost`, not written.
 
-Large frames (:data:`~mcptape.largeframes.LARGE_FRAME_BYTES` and more) are written
+Large frames (:data:`~mcptape.wire.largeframes.LARGE_FRAME_BYTES` and more) are written
 in a transaction of their own, in order; on SQLite the writer waits (boundedly) until
 the relay is done with the frame and then hands its bytes to SQLite
 (:mod:`mcptape.store.handoff`), and the statement lets go of its copy afterwards. The
-writer counts them in :data:`~mcptape.largeframes.LARGE` while it holds them.
+writer counts them in :data:`~mcptape.wire.largeframes.LARGE` while it holds them.
 
 Closing: :meth:`Writer.close` writes everything queued before it, waiting as long
 as it takes unless given a timeout. Queuing after close is the caller's bug and
@@ -53,8 +53,6 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
-from mcptape.frames import Frame
-from mcptape.largeframes import LARGE, LARGE_FRAME_BYTES
 from mcptape.store.backlog import Backlog, resolve
 from mcptape.store.correlation import Correlator
 from mcptape.store.errors import (
@@ -89,6 +87,8 @@ from mcptape.store.rows import (
     session_values,
     without_nul,
 )
+from mcptape.wire.frame import Frame
+from mcptape.wire.largeframes import LARGE, LARGE_FRAME_BYTES
 
 _MAX_ERRORS: Final = 100
 # Group commit: after a batch smaller than batch_size, wait this long before taking
@@ -164,7 +164,7 @@ class Writer:
     def add_frame(self, session_id: str, seq: int, frame: Frame) -> None:
         """Queue a frame (not copied: do not change it afterwards); returns at once.
 
-        A large frame (see :mod:`mcptape.largeframes`) that the writer ends up holding
+        A large frame (see :mod:`mcptape.wire.largeframes`) that the writer ends up holding
         alone (forwarded, and nobody else keeps the :class:`Frame`) is emptied on the
         writer thread: its bytes go to the database and are released before SQLite
         builds its row, so the frame is not in memory three times at once.

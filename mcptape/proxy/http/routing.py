@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptape.frames import classify_message, encode_id
-from mcptape.ids import id_key
+from mcptape.wire.frame import classify_message, encode_id
+from mcptape.wire.ids import id_key
 
 MAX_CANCELLED = 1024  # cancelled requests remembered for a late answer
 RELATED_KEYS = ("io.modelcontextprotocol/related-request-id", "relatedRequestId")

@@ -18,10 +18,10 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mcptape.frames import Frame
-from mcptape.proxy.http.client import Fallback, HttpClientLink
-from mcptape.proxy.http.sse_client import SseClientLink
+from mcptape.proxy.http.upstream_http import Fallback, HttpClientLink
+from mcptape.proxy.http.upstream_sse import SseClientLink
 from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkEnd
+from mcptape.wire.frame import Frame
 
 TRANSPORTS = ("http", "sse", "auto")
 

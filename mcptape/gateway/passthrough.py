@@ -1,0 +1,295 @@
+"""Streamable HTTP pass-through: an HTTP client in front of an HTTP upstream, request for request.
+
+When both sides speak streamable HTTP the gateway does not run the MCP session
+itself: each request goes to the upstream as it came (hop-by-hop headers dropped,
+``Host`` set for the upstream, the gateway's own token removed), and the response
+comes back as it is: status (202, 400, 401, 404 for an expired session, 405), the
+upstream's ``Mcp-Session-Id``, ``WWW-Authenticate``, and the body streamed chunk by
+chunk as it arrives, never buffered nor decompressed (``Accept-Encoding`` is not
+forwarded, so a copy can be parsed for the recording). One recorded session per
+upstream session id (per client connection when there is none).
+
+Upstream requests go through :class:`~mcptape.gateway.passthrough_client.UpstreamClient`
+(aiohttp's, kept-alive connections, exactly the client's end-to-end headers, nothing added); each answer's
+bytes are written to the client before its copy is parsed and queued for the recorder,
+which never makes forwarding wait unless the store is ~100 ms behind.
+
+OAuth: a 401's ``WWW-Authenticate`` and the protected-resource metadata pass through,
+with their ``resource_metadata`` URL and ``resource`` field pointed at the gateway (an
+OAuth client rejects a document naming another origin): the one edit, recorded as an
+event. Tokens are never minted or swapped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Iterable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+from aiohttp import web
+
+from mcptape.config.registry import UpstreamSpec
+from mcptape.gateway.passthrough_client import UpstreamClient, UpstreamError
+from mcptape.gateway.security import TOKEN_HEADER
+from mcptape.proxy.addonmanager import Outcome, SessionContext
+from mcptape.proxy.addons.recorder import Recorder
+from mcptape.proxy.flow import Flow
+from mcptape.proxy.http.bodies import read_body
+from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, that_matter
+from mcptape.proxy.http.sse import SseParser
+from mcptape.wire.frame import Frame
+
+MAX_JSON_COPY = 64 << 20
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+
+_DROP = (TOKEN_HEADER, "accept-encoding")
+_DROP_AUTH = (*_DROP, "authorization")
+
+
+def upstream_headers(
+    client: Iterable[tuple[str, str]], strip_auth: bool, configured: dict[str, str]
+) -> list[tuple[str, str]]:
+    """The client's headers as sent upstream: end-to-end only, the gateway's token gone (and
+    ``Authorization`` when it carried that token), the config entry's headers in place of the
+    client's of the same name. Repeated headers stay repeated."""
+    headers = end_to_end(client, _DROP_AUTH if strip_auth else _DROP)
+    if configured:
+        names = {name.lower() for name in configured}
+        headers = [(k, v) for k, v in headers if k.lower() not in names]
+        headers.extend(configured.items())
+    return headers
+
+
+class _HeadersWithFirstChunk(web.StreamResponse):
+    """A response whose headers leave with its first body chunk: one write less per answer.
+
+    Only for POST answers: the upstream itself sent its headers with its first event.
+    A GET stream keeps sending headers at once (a client waits for them before any event).
+    """
+
+    _send_headers_immediately = False
+
+
+@dataclass(eq=False)
+class PassSession:
+    recorder: Recorder
+    context: SessionContext
+    last_active: float
+
+
+def metadata_url(resource_url: str) -> str:
+    """The protected-resource metadata URL of a resource (RFC 9728 §3.1: well-known prefix, then the path)."""
+    parts = urlsplit(resource_url)
+    return urlunsplit((parts.scheme, parts.netloc, WELL_KNOWN + parts.path.rstrip("/"), "", ""))
+
+
+def rewrite_www_authenticate(value: str, upstream_url: str, gateway_url: str) -> str:
+    """Point a ``resource_metadata`` parameter naming the upstream's document at the gateway's."""
+    return value.replace(metadata_url(upstream_url), metadata_url(gateway_url))
+
+
+def rewrite_resource(body: bytes, gateway_url: str) -> bytes | None:
+    """A protected-resource document with ``resource`` set to the gateway's URL; None if not one."""
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(document, dict) or "resource" not in document:
+        return None
+    document["resource"] = gateway_url
+    return orjson.dumps(document)
+
+
+class PassThrough:
+    """Forwards streamable HTTP requests to HTTP upstreams, recording the frames that cross."""
+
+    def __init__(self, store: Any, pool: Any, redact_names: tuple[str, ...]) -> None:
+        self.store = store
+        self.pool = pool
+        self.redact_names = redact_names
+        self.sessions: dict[str, PassSession] = {}
+        self._http: UpstreamClient | None = None
+
+    def _client(self) -> UpstreamClient:
+        if self._http is None:
+            self._http = UpstreamClient(connect_timeout=10.0)
+        return self._http
+
+    def _session(self, key: str, name: str, spec: UpstreamSpec) -> PassSession:
+        session = self.sessions.get(key)
+        if session is None:
+            recorder = Recorder()
+            context = SessionContext(None, "proxy", "http->http", self.store.describe(spec), name)
+            session = self.sessions[key] = PassSession(recorder, context, time.monotonic())
+            self.store.attach_later(self.pool, recorder, name, "http->http", spec)
+        session.last_active = time.monotonic()
+        return session
+
+    def end(self, key: str, status: str, why: str) -> None:
+        session = self.sessions.pop(key, None)
+        if session is not None:
+            session.recorder.event(session.context, "http_session_closed", why, None)
+            ended_by = "client" if status == "closed" else "signal"
+            session.recorder.session_end(session.context, Outcome(status, None, None, ended_by=ended_by))
+
+    async def forward(
+        self, request: web.Request, name: str, spec: UpstreamSpec, strip_auth: bool, gateway_url: str
+    ) -> web.StreamResponse:
+        assert spec.url is not None
+        http = self._http or self._client()
+        body = await read_body(request) if request.method == "POST" else None
+        headers = upstream_headers(request.headers.items(), strip_auth, expand_headers(spec.headers))
+        key_sid = request.headers.get(SESSION_ID)
+        meta = {
+            "http_method": request.method,
+            "path": request.path,
+            "stream": "post" if body is not None else "get",
+        }
+        received = time.time()
+        waits: list[Awaitable[Any]] = []
+
+        def record_request(session: PassSession) -> None:
+            if body is not None and body.strip():
+                headers_meta = that_matter(request.headers.items(), self.redact_names)
+                c2s = Frame(body, "c2s", ts=received, meta={**meta, "headers": headers_meta})
+                pending = session.recorder.frame_done(Flow(c2s))
+                if pending is not None:
+                    waits.append(pending)
+
+        # A request in a known session is recorded while the upstream works on it; the one
+        # that opens a session (the id comes with the answer) once the answer is there.
+        known = self._session(f"{name}:{key_sid}", name, spec) if key_sid else None
+        upstream = await http.request(
+            request.method,
+            spec.url,
+            headers,
+            body,
+            sent=(lambda: record_request(known)) if known is not None else None,
+        )
+        sid = key_sid or upstream.head.get(SESSION_ID) or None
+        key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
+        session = known or self._session(key, name, spec)
+        recorder = session.recorder
+        if sid and not key_sid:
+            recorder.event(
+                session.context, "http_session", f"the server minted session {sid}", {"session_id": sid}
+            )
+        if known is None:
+            record_request(session)
+        for wait in waits:  # back-pressure: only when the store is ~100 ms behind
+            await wait
+        out_headers = end_to_end(upstream.headers)
+        edited = []
+        for i, (k, v) in enumerate(out_headers):
+            if k.lower() == "www-authenticate" and "resource_metadata" in v:
+                new = rewrite_www_authenticate(v, spec.url, gateway_url)
+                if new != v:
+                    out_headers[i] = (k, new)
+                    edited.append(("www-authenticate", v, new))
+        kind = _HeadersWithFirstChunk if request.method == "POST" else web.StreamResponse
+        response = kind(status=upstream.status, reason=upstream.reason, headers=out_headers)
+        for _, old, new in edited:
+            recorder.event(
+                session.context, "proxy_edit", "WWW-Authenticate resource_metadata", {"from": old, "to": new}
+            )
+        s2c_meta = {
+            **meta,
+            "status": upstream.status,
+            "headers": that_matter(upstream.headers, self.redact_names),
+        }
+        await response.prepare(request)
+        ctype = upstream.head.get("Content-Type")
+        parser = SseParser() if ctype.startswith("text/event-stream") else None
+        copy = bytearray()
+        overflowed = False
+        try:
+            while True:
+                chunk, last = await upstream.next_chunk()
+                # The bytes go out first (the last ones with the end of the response, in one
+                # write); the copy is parsed and recorded after.
+                if last:
+                    await response.write_eof(chunk)
+                else:
+                    await response.write(chunk)
+                if parser is not None:
+                    try:
+                        events = parser.feed(chunk)
+                    except ValueError as exc:
+                        # The client still gets every byte; the recording says what it lacks.
+                        recorder.event(session.context, "error", f"not recorded from here on: {exc}", None)
+                        parser, events, overflowed = None, [], True
+                    for event in events:
+                        if event.event == "message" and event.data:
+                            frame = Frame(event.data, "s2c", meta={**s2c_meta, "event_id": event.id})
+                            pending = recorder.frame_done(Flow(frame))
+                            if pending is not None:
+                                await pending
+                elif not overflowed:
+                    if len(copy) + len(chunk) > MAX_JSON_COPY:
+                        # A cut copy would be recorded as a malformed frame the server never sent.
+                        overflowed, copy = True, bytearray()
+                        recorder.event(
+                            session.context,
+                            "error",
+                            f"an answer larger than {MAX_JSON_COPY} bytes was forwarded whole but not recorded",
+                            None,
+                        )
+                    else:
+                        copy += chunk
+                if last:
+                    break
+            if parser is None and copy.strip() and ctype.startswith("application/json"):
+                pending = recorder.frame_done(Flow(Frame(bytes(copy), "s2c", meta=s2c_meta)))
+                if pending is not None:
+                    await pending
+        except UpstreamError as exc:
+            # Too late for a 502: the client's stream is cut as the upstream cut ours.
+            recorder.event(session.context, "error", f"the upstream's answer broke off: {exc}", None)
+            if request.transport is not None:
+                request.transport.abort()
+            return response
+        finally:
+            upstream.release()
+        await response.write_eof()
+        if request.method == "DELETE" and upstream.status < 300:
+            self.end(key, "closed", "the client deleted the session")
+        elif upstream.status == 404 and key_sid:
+            self.end(key, "closed", "the server no longer knows this session (404)")
+        return response
+
+    async def protected_resource(
+        self, spec: UpstreamSpec, gateway_url: str, session_key: str
+    ) -> web.Response:
+        """The upstream's protected-resource metadata, its ``resource`` pointed at the gateway."""
+        assert spec.url is not None
+        http = self._http or self._client()
+        upstream = await http.request("GET", metadata_url(spec.url), [("Accept", "application/json")], None)
+        try:
+            body = b"".join([chunk async for chunk in upstream.chunks()])
+        finally:
+            upstream.release()
+        headers = dict(end_to_end(upstream.headers, ["content-encoding"]))
+        rewritten = rewrite_resource(body, gateway_url) if upstream.status == 200 else None
+        if rewritten is not None and session_key:
+            session = self._session(session_key, spec.name, spec)
+            edit = {"from": orjson.loads(body)["resource"], "to": gateway_url}
+            session.recorder.event(session.context, "proxy_edit", "protected-resource resource", edit)
+        return web.Response(
+            status=upstream.status, body=rewritten if rewritten is not None else body, headers=headers
+        )
+
+    def sweep(self, idle_timeout: float) -> None:
+        now = time.monotonic()
+        for key, session in list(self.sessions.items()):
+            if now - session.last_active > idle_timeout:
+                self.end(key, "closed", f"idle for more than {idle_timeout:g} s")
+
+    async def close(self, reason: str) -> None:
+        for key in list(self.sessions):
+            self.end(key, "interrupted", f"the gateway stopped ({reason})")
+        if self._http is not None:
+            await self._http.close()

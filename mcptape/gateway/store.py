@@ -1,0 +1,126 @@
+"""One store and one writer for a whole gateway process; a session row per MCP session.
+
+The store opens on a thread while the listener starts; each session's
+:class:`~mcptape.proxy.addons.recorder.Recorder` holds its frames until its row exists, then
+is attached to the shared writer, which queues the row before the session's frames
+(the event loop never waits on the database).
+
+``--redact /json/path``: every session's frames are recorded through a
+:class:`RedactingWriter`, which replaces the values at those paths by placeholders in
+the recorded copy; the bytes forwarded are never touched.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any, cast
+
+from mcptape.config.registry import UpstreamSpec
+from mcptape.proxy.addons.recorder import Recorder
+from mcptape.redact import JsonPath, redact_json_paths, scrub
+from mcptape.wire.frame import Frame
+
+if TYPE_CHECKING:
+    from mcptape.store import Store, Writer
+
+
+class RedactingWriter:
+    """A store writer that records frames with the values at ``paths`` redacted (everything else as is)."""
+
+    def __init__(self, writer: Writer, paths: Sequence[JsonPath]) -> None:
+        self.writer = writer
+        self.paths = tuple(paths)
+        # Per session, the strings hidden so far: the recorder learns the session's client and
+        # server info from the frames as they were, and must not store what the frames do not.
+        self._hidden: dict[str, set[str]] = {}
+
+    def add_frame(self, session_id: str, seq: int, frame: Frame) -> None:
+        found: list[str] = []
+        redacted = redact_json_paths(frame.data, self.paths, found)
+        if redacted is not None:
+            self._hidden.setdefault(session_id, set()).update(found)
+            frame = Frame(
+                redacted, frame.direction, frame.origin, frame.ts, {**(frame.meta or {}), "redacted": True}
+            )
+        self.writer.add_frame(session_id, seq, frame)
+
+    def update_session(self, session_id: str, **fields: Any) -> None:
+        # The session's last update says how it ended: nothing of it is stored after that.
+        hidden = self._hidden.pop(session_id, None) if "ended_at" in fields else self._hidden.get(session_id)
+        if hidden:
+            fields = {k: scrub(v, hidden) if isinstance(v, str) else v for k, v in fields.items()}
+        self.writer.update_session(session_id, **fields)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.writer, name)
+
+
+class GatewayStore:
+    """The gateway's database: opened once, in the background; closed (flushed) at shutdown."""
+
+    def __init__(self, db: str | None, redact_paths: Sequence[JsonPath] = ()) -> None:
+        self.db = db
+        self.redact_paths = tuple(redact_paths)
+        self.store: Store | None = None
+        self.writer: Writer | None = None
+        self.error: str | None = None
+        self._opened = threading.Event()
+
+    def open_in_background(self) -> None:
+        threading.Thread(target=self._open, name="mcptape-gateway-open", daemon=True).start()
+
+    def _open(self) -> None:
+        try:
+            from mcptape.store import open_store
+
+            self.store = open_store(self.db)
+            self.writer = self.store.writer()
+        except Exception as exc:
+            self.error = f"cannot open the recording database: {exc}"
+            print(f"mcptape: error: {self.error}; sessions are served but not recorded", file=sys.stderr)
+        finally:
+            self._opened.set()
+
+    def where(self) -> str:
+        return self.store.where if self.store is not None else (self.db or "the default database")
+
+    @staticmethod
+    def describe(spec: UpstreamSpec) -> str:
+        """The upstream as recorded: its command or URL, secrets redacted."""
+        from mcptape.cli.servers import _safe
+
+        return _safe(spec.describe(), spec.url is not None)
+
+    def attach_later(
+        self, pool: Executor, recorder: Recorder, name: str, transport: str, spec: UpstreamSpec
+    ) -> None:
+        started = time.time()
+        pool.submit(self._attach, recorder, name, transport, self.describe(spec), started)
+
+    def _attach(self, recorder: Recorder, name: str, transport: str, upstream: str, started: float) -> None:
+        self._opened.wait()
+        if self.store is None or self.writer is None:
+            recorder.abandon(self.error or "the recording database is not open")
+            return
+        try:
+            session_id = self.store.create_session(
+                mode="proxy", name=name, transport=transport, upstream=upstream
+            )
+            self.writer.update_session(session_id, started_at=started)
+        except Exception as exc:
+            recorder.abandon(f"cannot create the session row: {exc}")
+            return
+        writer = self.writer
+        if self.redact_paths:
+            writer = cast("Writer", RedactingWriter(writer, self.redact_paths))
+        recorder.attach(writer, session_id)
+
+    def close(self) -> Any:
+        """Flush every frame queued and close (on a plain thread, never the loop)."""
+        self._opened.wait(30)
+        if self.store is not None:
+            self.store.close()

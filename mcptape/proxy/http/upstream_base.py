@@ -1,0 +1,187 @@
+"""What the HTTP upstream links share: a sender task on the loop fed from any thread, and delivery.
+
+``send`` may be called from a stdio reader thread (``record --url``) or from the loop
+(the gateway); frames go into a queue the link's sender task drains in order, so the
+upstream sees them in the order the client sent them, and nothing blocks the loop.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import contextlib
+import threading
+from collections.abc import Awaitable, Iterable
+from typing import Any
+
+from mcptape.proxy.flow import error_bytes
+from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LinkEnd
+from mcptape.wire.frame import Frame
+
+# JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
+UPSTREAM_ERROR = -32000
+CONNECT_TIMEOUT = 10.0
+
+
+def unreachable(url: str, exc: BaseException) -> str:
+    """Why the server at ``url`` could not be reached, in one sentence (aiohttp's words for some are empty)."""
+    import aiohttp
+
+    if isinstance(exc, aiohttp.TooManyRedirects):
+        last = exc.history[-1].url if exc.history else url
+        return (
+            f"cannot reach the MCP server at {url}: it redirected {len(exc.history)} times without "
+            f"answering (the last time to {last}): a redirect loop?"
+        )
+    return f"cannot reach the MCP server at {url}: {type(exc).__name__}: {exc}"
+
+
+class LoopLink(abc.ABC):
+    """Base of the links whose I/O runs on the event loop (aiohttp's client)."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None, name: str) -> None:
+        self.url = url
+        self.headers = dict(headers or {})
+        self.name = name
+        self._deliver: Deliver | None = None
+        self._ended_cb: Ended | None = None
+        self._event: EventSink | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._queue: asyncio.Queue[Frame | None] = asyncio.Queue()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._receiving = False
+        self._send_closed = False
+        self._has_ended = False
+        self._end: LinkEnd | None = None
+        self._error: str | None = None
+        self._http: Any = None  # aiohttp.ClientSession, created on the loop
+
+    # -- Link ---------------------------------------------------------------------------
+
+    def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
+        import aiohttp
+
+        self._deliver, self._ended_cb, self._event = deliver, ended, event
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._receiving = True
+        # No total timeout: an SSE stream legitimately stays open for hours.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT)
+        # auto_decompress stays on for us as a client: we parse what we receive.
+        self._http = aiohttp.ClientSession(timeout=timeout)
+        self.spawn(self._run())
+
+    def send(self, frame: Frame) -> Awaitable[Any] | None:
+        if self._send_closed or self._end is not None or self._loop is None:
+            raise LinkClosed(f"{self.name}: closed")
+        if threading.get_ident() == self._loop_thread:
+            self._queue.put_nowait(frame)
+        else:
+            try:
+                self._loop.call_soon_threadsafe(self._queue.put_nowait, frame)
+            except RuntimeError as exc:
+                raise LinkClosed(f"{self.name}: closed") from exc
+        return None
+
+    def close_send(self) -> None:
+        if not self._send_closed:
+            self._send_closed = True
+            if self._loop is not None:
+                with contextlib.suppress(RuntimeError):
+                    self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
+
+    def stop_receiving(self) -> None:
+        self._receiving = False
+
+    async def aclose(self, grace: float) -> LinkEnd:
+        if self._end is not None:
+            return self._end
+        self.close_send()
+        self._end = LinkEnd("error" if self._error else "closed", None, self._error)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._goodbye(), grace + 0.5)
+        self.stop_receiving()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+        if self._http is not None:
+            with contextlib.suppress(Exception):
+                await self._http.close()
+        self._ended("stopped")
+        return self._end
+
+    # -- for subclasses -----------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def _run(self) -> None:
+        """Talk to the server until the link ends (each transport's own protocol)."""
+
+    async def _goodbye(self) -> None:  # noqa: B027 - optional hook: legacy SSE has nothing to say
+        """What to tell the server when the session ends (DELETE for streamable HTTP)."""
+
+    def spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def emit(self, kind: str, text: str | None, data: object = None) -> None:
+        if self._event is not None:
+            self._event(kind, text, data)
+
+    def _ended(self, why: str) -> None:
+        if not self._has_ended and self._ended_cb is not None:
+            self._has_ended = True
+            self._ended_cb(why)
+
+    async def deliver(self, frame: Frame) -> None:
+        """Hand one received frame to the relay and wait while it asks to."""
+        if not self._receiving or self._deliver is None:
+            return
+        pending = self._deliver(frame)
+        if pending is not None:
+            await pending
+
+    async def fail_request(self, frame: Frame, message: str, data: object = None) -> None:
+        """A request the server will never answer gets a JSON-RPC error so the client does not hang."""
+        await self.fail_ids(request_ids(frame), message, data)
+
+    async def fail_ids(self, rpc_ids: Iterable[str], message: str, data: object = None) -> None:
+        """:meth:`fail_request` for requests named by their ids."""
+        for rpc_id in sorted(rpc_ids):
+            answer = error_bytes(rpc_id, UPSTREAM_ERROR, f"mcptape: {message}", data)
+            await self.deliver(Frame(answer, "s2c", "proxy", meta={"upstream_error": message}))
+
+
+def request_ids(frame: Frame) -> list[str]:
+    """The ids of the requests in a frame (one, or each request of a batch)."""
+    from mcptape.wire.frame import classify_message
+
+    if frame.kind == "request" and frame.rpc_id is not None:
+        return [frame.rpc_id]
+    if frame.kind == "batch":
+        out = []
+        for item in frame.message or ():
+            c = classify_message(item)
+            if c.kind == "request" and c.rpc_id is not None:
+                out.append(c.rpc_id)
+        return out
+    return []
+
+
+def response_ids(frame: Frame) -> list[str]:
+    """The ids answered by a frame (a response, an error, or those in a batch)."""
+    from mcptape.wire.frame import classify_message
+
+    if frame.kind in ("response", "error") and frame.rpc_id is not None:
+        return [frame.rpc_id]
+    if frame.kind == "batch":
+        return [
+            c.rpc_id
+            for c in (classify_message(item) for item in frame.message or ())
+            if c.kind in ("response", "error") and c.rpc_id is not None
+        ]
+    return []

@@ -1,0 +1,1 @@
+"""Links: the transports a relay joins (our stdio, a spawned process, in-memory peers for tests)."""

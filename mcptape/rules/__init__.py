@@ -1,0 +1,1 @@
+"""Injection rules: answers mcptape gives to server-initiated requests (pure), and their result templates."""
