@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "call": "mcptape.cli.call:call",
     "sessions": "mcptape.cli.sessions:sessions",
     "show": "mcptape.cli.show:show",
+    "tail": "mcptape.cli.tail:tail",
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
     "replay": "mcptape.cli.replay:replay",
