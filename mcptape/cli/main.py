@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "sessions": "mcptape.cli.sessions:sessions",
     "show": "mcptape.cli.show:show",
     "tail": "mcptape.cli.tail:tail",
+    "ui": "mcptape.cli.ui:ui",
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
     "replay": "mcptape.cli.replay:replay",
