@@ -564,7 +564,7 @@ function tree(value, key, depth = 0) {
     return el("div", { class: "leaf" }, label, el("span", { class: cls }, JSON.stringify(value)));
   }
   const entries = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value);
-  const open = depth < 2 && entries.length <= 50;
+  const open = depth < 3 && entries.length <= 50;
   const details = el("details", open ? { open: true } : {},
     el("summary", {}, label, Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`));
   const grow = () => {
