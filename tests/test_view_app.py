@@ -152,7 +152,7 @@ async def test_compare_marks_the_exchange_whose_answer_differs(client: TestClien
             "right": 46,
             "left_absent": False,
             "right_absent": False,
-        }  # fmt: skip
+        }
     ]
     not_replay = await client.get(f"/api/compare?right={sample.modern}", headers=AUTH)
     assert not_replay.status == 404 and "not a replay" in (await not_replay.json())["error"]

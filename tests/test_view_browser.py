@@ -133,7 +133,10 @@ def test_sql_page_lists_views_runs_a_query_and_downloads_csv(page: Any) -> None:
     page.fill("[data-testid=query]", "select tool, count(*) as calls from tool_calls group by 1 order by 1")
     page.click("[data-testid=run]")
     page.wait_for_selector("[data-testid=sql-result]")
-    assert page.inner_text("[data-testid=sql-result] tbody").split("\n")[0].split("\t") == ["book", "1"]  # the round that asked for input is not a call of its own
+    assert page.inner_text("[data-testid=sql-result] tbody").split("\n")[0].split("\t") == [
+        "book",
+        "1",
+    ]  # the round that asked for input is not a call of its own
     screenshot(page, "sql")
     with page.expect_download() as download:
         page.click("[data-testid=csv]")
