@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from mcptape.proxy.addonmanager import AddonManager, Outcome, SessionContext
 from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
-from mcptape.proxy.link import Link, LinkClosed
-from mcptape.proxy.links.process import ProcessLink, SpawnError, shell_status
+from mcptape.proxy.link import Link, LinkClosed, shell_status
+from mcptape.proxy.links.process import ProcessLink, SpawnError
 from mcptape.proxy.links.stdio import open_stdio_link
 from mcptape.proxy.relay import Relay
 from mcptape.terminal import say as _say
