@@ -13,6 +13,7 @@ The hooks are declared in :mod:`mcptape.proxy.hooks`. This module calls them:
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import inspect
 import sys
@@ -94,6 +95,7 @@ class AddonManager:
                     self._hooks[name].append((addon, fn))
         self._reported: set[tuple[int, str]] = set()
         self.on_error: Callable[[str], None] | None = None
+        self._tasks: set[asyncio.Future[None]] = set()  # async hooks called from sync code, running
 
     def has(self, hook: str) -> bool:
         return bool(self._hooks[hook])
@@ -124,6 +126,24 @@ class AddonManager:
                 fn(*args)
             except Exception as exc:
                 self._failed(addon, hook, exc)
+
+    def call_soon(self, hook: str, *args: Any) -> None:
+        """Call a lifecycle hook from code that cannot await it: an async hook runs on the loop."""
+        for addon, fn in self._hooks[hook]:
+            try:
+                result = fn(*args)
+                if inspect.isawaitable(result):
+                    task = asyncio.ensure_future(self._settle(addon, hook, result))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+            except Exception as exc:
+                self._failed(addon, hook, exc)
+
+    async def _settle(self, addon: object, hook: str, awaitable: Awaitable[Any]) -> None:
+        try:
+            await awaitable
+        except Exception as exc:
+            self._failed(addon, hook, exc)
 
     # -- frames (on any thread) ---------------------------------------------------------
 

@@ -45,10 +45,10 @@ from typing import Any
 import orjson
 
 from mcptape.proxy.addonmanager import AddonManager, Flow, Outcome, SessionContext
-from mcptape.proxy.flow import error_bytes
 from mcptape.proxy.link import Link, LinkBase, LinkClosed, LinkEnd, status_sentence, wait_from_thread
 from mcptape.wire.frame import Direction, Frame, classify_batch, id_key, opposite
 from mcptape.wire.ids import encode_id
+from mcptape.wire.jsonrpc import error_response
 
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
 CONNECTION_CLOSED = -32000
@@ -470,7 +470,7 @@ class Relay:
         for entries in pending.values():
             for rpc_id, method, group in entries:
                 message = f"mcptape: the MCP server {how} before answering {method or 'this request'}{last}"
-                answer = error_bytes(rpc_id, CONNECTION_CLOSED, message, data)
+                answer = error_response(rpc_id, CONNECTION_CLOSED, message, data)
                 if group is None:
                     singles.append(answer)
                 else:

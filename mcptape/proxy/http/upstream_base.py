@@ -14,9 +14,9 @@ import threading
 from collections.abc import Awaitable, Iterable
 from typing import Any
 
-from mcptape.proxy.flow import error_bytes
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkBase, LinkClosed, LinkEnd
 from mcptape.wire.frame import Frame
+from mcptape.wire.jsonrpc import error_response
 
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
 UPSTREAM_ERROR = -32000
@@ -152,7 +152,7 @@ class LoopLink(LinkBase, abc.ABC):
     async def fail_ids(self, rpc_ids: Iterable[str], message: str, data: object = None) -> None:
         """:meth:`fail_request` for requests named by their ids."""
         for rpc_id in sorted(rpc_ids):
-            answer = error_bytes(rpc_id, UPSTREAM_ERROR, f"mcptape: {message}", data)
+            answer = error_response(rpc_id, UPSTREAM_ERROR, f"mcptape: {message}", data)
             await self.deliver(Frame(answer, "s2c", "proxy", meta={"upstream_error": message}))
 
 

@@ -1,8 +1,9 @@
-"""`record` assembled: our stdio as the client link, a spawned server as the upstream, the recorder.
+"""`record`: our stdio as the client link, a spawned server (or a remote one) as the upstream.
 
-This is the thin imperative shell around the relay for the ``record`` command: it
-starts the server at once, opens the store in the background, installs signal
-handlers, runs the relay and turns the outcome into an exit status.
+The thin imperative shell of the ``record`` command around the one assembly
+(:mod:`mcptape.assemble`): it starts the server at once (the store opens in the
+background meanwhile), runs the session until a side ends or a signal comes, writes
+what is left (a second signal gives up on it) and turns the outcome into an exit status.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mcptape.proxy.addonmanager import AddonManager, Outcome, SessionContext
-from mcptape.proxy.addons.recorder import Recorder
-from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
+from mcptape.assemble import OwnStore, Session, SessionPlan, SessionStore, assemble
+from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.link import Link, LinkClosed, shell_status
 from mcptape.proxy.links.process import ProcessLink, SpawnError
 from mcptape.proxy.links.stdio import open_stdio_link
 from mcptape.proxy.relay import Relay
+from mcptape.redact import redact_command
 from mcptape.terminal import say as _say
 
 if TYPE_CHECKING:
@@ -50,31 +51,21 @@ class RecordPlan:
     transport: str = "stdio->stdio"
 
 
-def _redacted(argv: list[str], description: str) -> tuple[list[str], str]:
-    """The command line as it may be stored: secret-looking values replaced by placeholders."""
-    import shlex
-
-    from mcptape.redact import redact_argv
-
-    safe = list(redact_argv(argv))
-    return safe, description if safe == argv else shlex.join(safe)
-
-
 async def run_record(plan: RecordPlan) -> int:
     """Run one recorded stdio session; returns mcptape's exit status."""
-    safe_argv, description = _redacted(plan.argv, plan.description)
-    recorder = Recorder(forwards_without_store=plan.on_store_error != "fail")
-    transport = plan.transport
-    session = SessionContext(None, "record", transport, description, plan.name)
-    injector = None
-    if plan.rules:
-        from mcptape.proxy.addons.injector import Injector
-
-        injector = Injector(plan.rules, declare=plan.declare_capabilities)
-    # The injector decides in its frame hook (the recorder has none) and starts retries in
-    # frame_done, after the recorder's, so a retry is recorded after the result it answers.
-    addons = AddonManager([recorder, injector] if injector is not None else [recorder])
-    row = SessionRow("record", plan.name, transport, description)
+    safe_argv, description = redact_command(plan.argv, plan.description)
+    session_plan = SessionPlan(
+        "record",
+        plan.transport,
+        description,
+        name=plan.name,
+        store=OwnStore(plan.db),
+        rules=plan.rules,
+        declare_capabilities=plan.declare_capabilities,
+        forwards_without_store=plan.on_store_error != "fail",
+        grace=plan.grace,
+        answer_wait=plan.answer_wait,
+    )
     try:
         client = open_stdio_link()
     except LinkClosed as exc:
@@ -83,75 +74,44 @@ async def run_record(plan: RecordPlan) -> int:
     server: Link
     if plan.upstream_link is not None:
         server = plan.upstream_link()
-        from mcptape.proxy.http.upstream import AutoLink
-
-        if isinstance(server, AutoLink):  # record the transport actually used, not "auto"
-
-            def settled(actual: str) -> None:
-                session.transport = f"stdio->{actual}"
-                recorder.update(transport=session.transport)
-
-            server.on_settled = settled
-        store = BackgroundStore(plan.db, row, recorder).start()
-        recorder.event(session, "upstream_connect", description, {"transport": plan.transport})
-        return await _relay_and_finish(plan, client, server, addons, session, store, description)
+        session = assemble(session_plan, client, server)
+        session.event("upstream_connect", description, {"transport": plan.transport})
+        return await _relay_and_finish(plan, session, description)
     try:
         server = ProcessLink.spawn(plan.argv, env=plan.env, cwd=plan.cwd, echo_stderr=plan.echo_stderr)
     except SpawnError as exc:
         _say(f"error: {exc}")
-        store = BackgroundStore(plan.db, row, recorder).start()
-        recorder.event(session, "error", str(exc), {"argv": safe_argv})
-        recorder.session_end(session, Outcome("error", None, str(exc)))
-        await store.opened()
-        store.finish()
+        failed = assemble(session_plan)
+        failed.failed_to_start(str(exc), {"argv": safe_argv})
+        await failed.finish_store()
         return 2
-    store = BackgroundStore(plan.db, row, recorder).start()
-    recorder.event(
-        session, "process_start", description, {"pid": server.pid, "argv": safe_argv, "cwd": plan.cwd}
-    )
-    return await _relay_and_finish(plan, client, server, addons, session, store, description)
+    # Assembled once the server runs: the store opens while it starts.
+    session = assemble(session_plan, client, server)
+    session.event("process_start", description, {"pid": server.pid, "argv": safe_argv, "cwd": plan.cwd})
+    return await _relay_and_finish(plan, session, description)
 
 
-async def _relay_and_finish(
-    plan: RecordPlan,
-    client: Link,
-    server: Link,
-    addons: AddonManager,
-    session: SessionContext,
-    store: BackgroundStore,
-    description: str,
-) -> int:
+async def _relay_and_finish(plan: RecordPlan, session: Session, description: str) -> int:
+    store = session.store
+    assert store is not None and session.relay is not None
     if _isatty(0):
         _say(
             f"recording {description} into {store.where()}. This speaks MCP (JSON-RPC) on stdin/stdout "
             "and is meant to be started by an MCP client (see `mcptape wrap`); Ctrl-C stops it."
         )
-    relay = Relay(client, server, addons, session, grace=plan.grace, answer_wait=plan.answer_wait)
-    for addon in addons.addons:  # addons that send requests of their own (the injector's retries)
-        use_relay = getattr(addon, "use_relay", None)
-        if use_relay is not None:
-            use_relay(relay)
     loop = asyncio.get_running_loop()
-    stopped_by: list[int] = []
-    for signum in SIGNALS:
-
-        def on_signal(signum: int = signum) -> None:
-            stopped_by.append(signum)
-            relay.stop(signal.Signals(signum).name)
-
-        loop.add_signal_handler(signum, on_signal)
-
-    store_failed = asyncio.ensure_future(_watch_store(store, relay, plan.on_store_error))
+    store_failed = asyncio.ensure_future(_watch_store(store, session.relay, plan.on_store_error))
     try:
-        outcome = await relay.run()
+        outcome = await session.run(SIGNALS)
     finally:
         store_failed.cancel()
     # Writing what is left may wait for a database another process holds locked: a
     # second signal gives up on it, said plainly, instead of a traceback.
+    stopped_by = session.stopped_by
     for signum in SIGNALS:
         loop.add_signal_handler(signum, _late_signal, signum, stopped_by)
     try:
-        ok = await store.afinish()
+        ok = await session.finish_store()
     finally:
         for signum in SIGNALS:
             loop.remove_signal_handler(signum)
@@ -178,7 +138,7 @@ def _give_up(signum: int) -> None:
     os._exit(128 + signum)
 
 
-async def _watch_store(store: BackgroundStore, relay: Relay, on_error: str) -> None:
+async def _watch_store(store: SessionStore, relay: Relay, on_error: str) -> None:
     await store.opened()
     if store.error and on_error == "fail":
         relay.stop("the recording database could not be opened")
