@@ -22,15 +22,27 @@ HEARTBEAT_S: Final = 15.0
 routes = web.RouteTableDef()
 
 
-def json(value: Any, status: int = 200) -> web.Response:
-    """``value`` as JSON; recorded text holding a lone surrogate is written with its escape."""
-    try:
-        body = orjson.dumps(value, default=str)
-    except TypeError:
-        from mcptape.cli.output import json_with_surrogates
+def _without_surrogates(value: Any) -> Any:
+    """``value`` with each lone surrogate in its strings written as its ``\\uXXXX`` escape."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {key: _without_surrogates(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_surrogates(item) for item in value]
+    return value
 
-        body = json_with_surrogates(value).encode()
-    return web.Response(body=body, status=status, content_type="application/json")
+
+def dumps(value: Any) -> bytes:
+    """``value`` as JSON; recorded text holding a lone surrogate (orjson refuses it) shows its escape."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return orjson.dumps(_without_surrogates(value))
+
+
+def json(value: Any, status: int = 200) -> web.Response:
+    return web.Response(body=dumps(value), status=status, content_type="application/json")
 
 
 async def blocking(request: web.Request, func: Callable[..., T], *args: Any) -> T:
@@ -71,6 +83,14 @@ async def sessions_list(request: web.Request) -> web.Response:
 @routes.get("/api/sessions/{ref}/timeline")
 async def session_timeline(request: web.Request) -> web.Response:
     from mcptape.view.data import session_timeline as read
+
+    session_id = await _session_id(request, request.match_info["ref"])
+    return json(await blocking(request, read, _viewer(request).store, session_id))
+
+
+@routes.get("/api/sessions/{ref}/stats")
+async def session_stats(request: web.Request) -> web.Response:
+    from mcptape.view.data import session_stats as read
 
     session_id = await _session_id(request, request.match_info["ref"])
     return json(await blocking(request, read, _viewer(request).store, session_id))
@@ -199,13 +219,7 @@ async def live(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
 
     async def send(event: str, data: Any) -> None:
-        try:
-            body = orjson.dumps(data, default=str)
-        except TypeError:
-            from mcptape.cli.output import json_with_surrogates
-
-            body = json_with_surrogates(data).encode()
-        await response.write(b"event: " + event.encode() + b"\ndata: " + body + b"\n\n")
+        await response.write(b"event: " + event.encode() + b"\ndata: " + dumps(data) + b"\n\n")
 
     with contextlib.suppress(ConnectionResetError, asyncio.CancelledError):
         async with viewer.live.listen(session_id) as listener:

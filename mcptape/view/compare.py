@@ -22,9 +22,10 @@ DIFFERENCES_MAX: Final = 50
 def _excerpt(value: Any) -> str | None:
     if value is None:
         return None
-    import orjson
+    import json
 
-    text = orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
+    # The standard library writes what orjson refuses (a lone surrogate); the route escapes it.
+    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
     return text if len(text) <= EXCERPT_MAX else text[: EXCERPT_MAX - 1] + "…"
 
 

@@ -52,9 +52,8 @@ class Listener:
 
 def frame_arrays(rows: list[FrameRow], start: float) -> dict[str, Any]:
     """New frames of one session as :func:`mcptape.view.timeline.columns` lays them out."""
-    found = [
-        timeline.Row(r.seq, r.ts, r.direction, r.origin, r.kind, r.method, r.rpc_id, r.size, r.request_seq)
-        for r in rows
+    found: list[timeline.Row] = [
+        (r.seq, r.ts, r.direction, r.origin, r.kind, r.method, r.rpc_id, r.size, r.request_seq) for r in rows
     ]
     return timeline.columns(found, start)
 

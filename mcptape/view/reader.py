@@ -212,7 +212,7 @@ class FeedReader:
         if unknown:
             query = select(*(sessions.c[c] for c in LISTED_COLUMNS)).where(sessions.c.id.in_(unknown))
             for row in conn.execute(query).mappings():
-                self._remember(dict(row), out)
+                self._remember({str(k): v for k, v in row.items()}, out)
 
     def _remember(self, row: dict[str, Any], out: Poll) -> None:
         self.sessions[row["id"]] = row
@@ -233,7 +233,7 @@ class FeedReader:
             return []
         ended = []
         for mapping in conn.execute(select(*columns).where(sa.or_(*where))).mappings():
-            row = dict(mapping)
+            row = {str(k): v for k, v in mapping.items()}
             if self._only is not None and row["id"] not in self._only:
                 continue
             known = self.sessions.get(row["id"])

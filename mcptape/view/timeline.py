@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -32,57 +32,45 @@ EDGES_MS: Final = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0, 1000
 TASK_METHODS: Final = ("tasks/get", "tasks/result", "tasks/cancel")
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
-    """A frames row without its text."""
-
-    seq: int
-    ts: float
-    direction: str
-    origin: str
-    kind: str
-    method: str | None
-    rpc_id: str | None
-    size: int
-    request_seq: int | None
-
-
-def _index(table: dict[str, int], value: str) -> int:
-    found = table.get(value)
-    if found is None:
-        found = table[value] = len(table)
-    return found
+# A frames row without its text, in this order (what :data:`ROW_COLUMNS` reads).
+Row = tuple[int, float, str, str, str, str | None, str | None, int, int | None]
+ROW_COLUMNS: Final = ("seq", "ts", "direction", "origin", "kind", "method", "rpc_id", "size", "request_seq")
+SEQ: Final = 0
+TS: Final = 1
+DIRECTION: Final = 2
+ORIGIN: Final = 3
+KIND: Final = 4
+METHOD: Final = 5
+RPC_ID: Final = 6
+SIZE: Final = 7
+REQUEST_SEQ: Final = 8
 
 
-def columns(rows: Iterable[Row], start: float) -> dict[str, Any]:
-    """The frames as parallel arrays (see the module docstring)."""
+def columns(rows: Sequence[Row], start: float) -> dict[str, Any]:
+    """The frames as parallel arrays (see the module docstring); one pass per column, no object per frame."""
     methods: dict[str, int] = {"": 0}
     kinds = {k: i for i, k in enumerate(KINDS)}
     origins = {o: i for i, o in enumerate(ORIGINS)}
-    seq: list[int] = []
-    t: list[float] = []
-    direction: list[int] = []
-    kind: list[int] = []
-    method: list[int] = []
-    rpc_id: list[str | None] = []
-    size: list[int] = []
-    req: list[int] = []
-    origin: list[int] = []
-    for row in rows:
-        seq.append(row.seq)
-        t.append(round((row.ts - start) * 1000, 3))
-        direction.append(0 if row.direction == "c2s" else 1)
-        kind.append(_index(kinds, row.kind))
-        method.append(_index(methods, row.method or ""))
-        rpc_id.append(row.rpc_id)
-        size.append(row.size)
-        req.append(row.request_seq or 0)
-        origin.append(_index(origins, row.origin))
+    if rows:
+        seq, ts, direction, origin, kind, method, rpc_id, size, request_seq = (
+            list(c) for c in zip(*rows, strict=True)
+        )
+    else:
+        seq, ts, direction, origin, kind, method, rpc_id, size, request_seq = ([] for _ in range(9))
     return {
-        "seq": seq, "t": t, "dir": direction, "kind": kind, "method": method, "id": rpc_id,
-        "size": size, "req": req, "origin": origin,
-        "methods": list(methods), "kinds": list(kinds), "origins": list(origins),
-    }  # fmt: skip
+        "seq": seq,
+        "t": [round((t - start) * 1000, 3) for t in ts],
+        "dir": [0 if d == "c2s" else 1 for d in direction],
+        "kind": [kinds.setdefault(k, len(kinds)) for k in kind],
+        "method": [methods.setdefault(m or "", len(methods)) for m in method],
+        "id": rpc_id,
+        "size": size,
+        "req": [r or 0 for r in request_seq],
+        "origin": [origins.setdefault(o, len(origins)) for o in origin],
+        "methods": list(methods),
+        "kinds": list(kinds),
+        "origins": list(origins),
+    }
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
@@ -91,13 +79,14 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[rank]
 
 
-def latency(rows: list[Row]) -> list[dict[str, Any]]:
+def latency(rows: Sequence[Row]) -> list[dict[str, Any]]:
     """Per method of a request answered: count, median, p95 and max in ms, and a histogram."""
-    sent = {row.seq: row.ts for row in rows if row.kind == "request"}
+    sent = {row[SEQ]: row[TS] for row in rows if row[KIND] == "request"}
     by_method: dict[str, list[float]] = defaultdict(list)
     for row in rows:
-        if row.request_seq is not None and row.request_seq in sent:
-            by_method[row.method or "?"].append((row.ts - sent[row.request_seq]) * 1000)
+        asked = row[REQUEST_SEQ]
+        if asked is not None and asked in sent:
+            by_method[row[METHOD] or "?"].append((row[TS] - sent[asked]) * 1000)
     out = []
     for method, values in sorted(by_method.items(), key=lambda kv: -len(kv[1])):
         values.sort()
@@ -133,13 +122,15 @@ def _subject(method: str | None, message: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def tool_bytes(rows: list[Row], messages: Mapping[int, Any]) -> list[dict[str, Any]]:
-    """Per tool: calls answered, total, mean and largest result in bytes (largest total first)."""
-    tools: dict[str, list[int]] = defaultdict(list)
+def tool_bytes(rows: Sequence[Row], tools: Mapping[int, str]) -> list[dict[str, Any]]:
+    """Per tool: calls answered, total, mean and largest result in bytes (largest total first).
+
+    ``tools`` names the tool of each ``tools/call`` request, by its seq."""
+    sizes_by_tool: dict[str, list[int]] = defaultdict(list)
     for row in rows:
-        if row.method == "tools/call" and row.request_seq is not None and row.kind in ("response", "error"):
-            name = _subject("tools/call", messages.get(row.request_seq)) or "?"
-            tools[name].append(row.size)
+        asked = row[REQUEST_SEQ]
+        if asked is not None and row[METHOD] == "tools/call" and row[KIND] in ("response", "error"):
+            sizes_by_tool[tools.get(asked) or "?"].append(row[SIZE])
     out = [
         {
             "tool": name,
@@ -148,7 +139,7 @@ def tool_bytes(rows: list[Row], messages: Mapping[int, Any]) -> list[dict[str, A
             "mean": round(sum(sizes) / len(sizes)),
             "max": max(sizes),
         }
-        for name, sizes in tools.items()
+        for name, sizes in sizes_by_tool.items()
     ]
     return sorted(out, key=lambda tool: -tool["bytes"])
 
@@ -160,69 +151,71 @@ class _Group:
     seqs: list[int]
 
 
-def groups(rows: list[Row], messages: Mapping[int, Any]) -> list[dict[str, Any]]:
-    """Input-required rounds with their retries, and tasks with their polls (see the module docstring)."""
-    by_seq = {row.seq: row for row in rows}
-    reply_to = {row.request_seq: row for row in rows if row.request_seq is not None}
+def groups(rows: Sequence[Row], messages: Mapping[int, Any]) -> list[dict[str, Any]]:
+    """Input-required rounds with their retries, and tasks with their polls (see the module docstring).
+
+    ``messages`` holds the parsed messages of the frames that may take part (by seq); the
+    other frames are only looked up by seq."""
+    index = {row[SEQ]: i for i, row in enumerate(rows)}
+    reply_to = {row[REQUEST_SEQ]: row for row in rows if row[REQUEST_SEQ] is not None}
     found: list[_Group] = []
     by_state: dict[str, _Group] = {}
     open_rounds: dict[tuple[str | None, str | None], _Group] = {}
     in_round: dict[int, _Group] = {}  # request seq -> its group
     tasks: dict[str, _Group] = {}
-    for row in rows:
-        message = messages.get(row.seq)
-        if row.kind == "request" and row.direction == "c2s":
+    for seq in sorted(messages):
+        if seq not in index:
+            continue
+        row = rows[index[seq]]
+        message = messages[seq]
+        if row[KIND] == "request" and row[DIRECTION] == "c2s":
             params = _params(message)
             state = params.get("requestState")
-            key = (row.method, _subject(row.method, message))
+            key = (row[METHOD], _subject(row[METHOD], message))
             group = by_state.get(state) if isinstance(state, str) else None
             if group is None and ("inputResponses" in params or isinstance(state, str)):
                 group = open_rounds.get(key)
             if group is not None:
-                group.seqs.append(row.seq)
-                in_round[row.seq] = group
+                group.seqs.append(seq)
+                in_round[seq] = group
             task_id = params.get("taskId")
-            if row.method in TASK_METHODS and isinstance(task_id, str) and task_id in tasks:
-                tasks[task_id].seqs.append(row.seq)
-        elif row.kind == "response" and row.request_seq is not None:
+            if row[METHOD] in TASK_METHODS and isinstance(task_id, str) and task_id in tasks:
+                tasks[task_id].seqs.append(seq)
+        elif row[KIND] == "response" and row[REQUEST_SEQ] is not None and row[REQUEST_SEQ] in index:
             result = _result(message)
-            request = by_seq.get(row.request_seq)
-            if request is None:
-                continue
-            request_message = messages.get(request.seq)
-            key = (request.method, _subject(request.method, request_message))
+            request = rows[index[row[REQUEST_SEQ]]]
+            key = (request[METHOD], _subject(request[METHOD], messages.get(request[SEQ])))
             if result.get("resultType") == "input_required":
-                group = in_round.get(request.seq)
+                group = in_round.get(request[SEQ])
                 if group is None:
-                    label = " ".join(part for part in key if part)
-                    group = _Group("input_required", label, [request.seq])
+                    group = _Group("input_required", " ".join(part for part in key if part), [request[SEQ]])
                     found.append(group)
-                    in_round[request.seq] = group
+                    in_round[request[SEQ]] = group
                 open_rounds[key] = group
                 state = result.get("requestState")
                 if isinstance(state, str):
                     by_state[state] = group
-            elif in_round.get(request.seq) is not None and open_rounds.get(key) is in_round[request.seq]:
+            elif in_round.get(request[SEQ]) is not None and open_rounds.get(key) is in_round[request[SEQ]]:
                 del open_rounds[key]
             task = result.get("task")
             task_id = task.get("taskId") if isinstance(task, dict) else None
-            if isinstance(task_id, str) and request.method not in TASK_METHODS and task_id not in tasks:
+            if isinstance(task_id, str) and request[METHOD] not in TASK_METHODS and task_id not in tasks:
                 label = " ".join(part for part in key if part) + f" (task {task_id[:16]})"
-                tasks[task_id] = group = _Group("task", label, [request.seq])
+                tasks[task_id] = group = _Group("task", label, [request[SEQ]])
                 found.append(group)
     out = []
     for group in found:
-        first = by_seq[group.seqs[0]]
+        first = rows[index[group.seqs[0]]]
         last_reply = reply_to.get(group.seqs[-1])
-        end = last_reply.ts if last_reply is not None else by_seq[group.seqs[-1]].ts
+        end = last_reply[TS] if last_reply is not None else rows[index[group.seqs[-1]]][TS]
         out.append(
             {
                 "kind": group.kind,
                 "label": group.label,
                 "seqs": group.seqs,
-                "start": first.ts,
+                "start": first[TS],
                 "end": end,
-                "duration_ms": round((end - first.ts) * 1000, 3),
+                "duration_ms": round((end - first[TS]) * 1000, 3),
                 "steps": len(group.seqs),
                 "done": last_reply is not None,
             }
