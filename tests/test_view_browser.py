@@ -69,7 +69,10 @@ def test_a_timeline_a_brush_and_a_frame(page: Any, sample_db: tuple[Path, Sample
     latency = page.inner_text("[data-testid=latency]")
     assert "tools/call" in latency and "sampling/createMessage" in latency
     assert "weather" in page.inner_text("[data-testid=tool-bytes]")
-    assert "fetching the forecast" in page.inner_text("[data-testid=events]")
+    events = page.inner_text("[data-testid=events]")
+    assert "fetching the forecast" in events
+    assert '<img src=x onerror="document.title' in events  # shown as text, never markup
+    assert page.locator("img").count() == 0 and page.title() != "owned"
     screenshot(page, "session")
     canvas = page.locator("[data-testid=timeline]").bounding_box()
     y = canvas["y"] + 60

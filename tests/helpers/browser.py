@@ -33,9 +33,12 @@ def _missing(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """A headless Chromium for the whole test session."""
+    """A headless Chromium for the test module.
+
+    Not for the whole session: Playwright's sync API keeps an event loop running in the
+    main thread while it is open, and asyncio tests of later modules could not start theirs."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
