@@ -67,7 +67,7 @@ def _weather(session: _Session, humidity: int) -> None:
     session.send(c, {"jsonrpc": "2.0", "id": 0, "result": {
         "role": "assistant", "content": {"type": "text", "text": "Sunny"}, "model": "canned"}}, origin="proxy")  # fmt: skip
     session.event("stderr", "fetching the forecast for Lisbon")
-    session.event("stderr", '<img src=x onerror="document.title=\'owned\'"> \x1b]0;title\x07')
+    session.event("stderr", "<img src=x onerror=\"document.title='owned'\"> \x1b]0;title\x07")
     result = {
         "content": [{"type": "text", "text": "Sunny, 21 C"}],
         "structuredContent": {"city": "Lisbon", "humidity": humidity},
