@@ -97,21 +97,25 @@ class LiveHub:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        while self._reader is None and self._listeners:
+            try:
+                # Starts at the newest frame: what a page loaded before came with its own last id.
+                self._reader = await loop.run_in_executor(
+                    self._executor, lambda: FeedReader(self._store, discover=True, text_max=64 << 10)
+                )
+            except Exception as exc:  # the database is away: the pages hear it, the hub tries again
+                self._trouble(exc)
+                await asyncio.sleep(RETRY_S)
+        self._ready.set()
         if self._reader is None:
-            # Starts at the newest frame: what a page loaded before came with its own last id.
-            self._reader = await loop.run_in_executor(
-                self._executor, lambda: FeedReader(self._store, discover=True, text_max=64 << 10)
-            )
-            self._ready.set()
+            self._task = None
+            return
         reader = self._reader
         while self._listeners:
             try:
                 found = await loop.run_in_executor(self._executor, reader.poll)
             except Exception as exc:  # the database went away for a while: say so, try again
-                for listener in list(self._listeners):
-                    listener.put(
-                        "trouble", {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
-                    )
+                self._trouble(exc)
                 await asyncio.sleep(RETRY_S)
                 continue
             self.polls += 1
@@ -119,6 +123,11 @@ class LiveHub:
             if not found.more:
                 await asyncio.sleep(self._poll_s)
         self._task = None
+
+    def _trouble(self, exc: Exception) -> None:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        for listener in list(self._listeners):
+            listener.put("trouble", {"error": message})
 
     def _dispatch(self, found: Poll, reader: FeedReader) -> None:
         if not (found.frames or found.items or found.sessions):

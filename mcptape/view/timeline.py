@@ -19,6 +19,7 @@ contents is computed here from the few frames that carry it:
 from __future__ import annotations
 
 import bisect
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -74,9 +75,9 @@ def columns(rows: Sequence[Row], start: float) -> dict[str, Any]:
 
 
 def percentile(sorted_values: list[float], fraction: float) -> float:
-    """The value below which ``fraction`` of the values lie (nearest rank)."""
-    rank = max(0, min(len(sorted_values) - 1, round(fraction * len(sorted_values) + 0.5) - 1))
-    return sorted_values[rank]
+    """The nearest-rank percentile: the smallest value with at least ``fraction`` of the values at or below it."""
+    rank = max(1, math.ceil(fraction * len(sorted_values)))
+    return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
 def latency(rows: Sequence[Row]) -> list[dict[str, Any]]:

@@ -91,6 +91,11 @@ function openLive(query, handlers) {
     source.addEventListener(name, (event) => handler(JSON.parse(event.data)));
   }
   source.addEventListener("reload", () => { closeLive(); route(); });
+  source.addEventListener("trouble", (event) => {
+    const live = $("#live");
+    live.classList.remove("on");
+    live.title = `live updates paused: ${JSON.parse(event.data).error}`;
+  });
   state.live = source;
 }
 
