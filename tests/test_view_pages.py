@@ -72,3 +72,20 @@ def test_a_retry_without_request_state_still_joins_its_round() -> None:
                 4: {"result": {"resultType": "complete"}}, 5: ask}  # fmt: skip
     (found,) = groups(rows, messages)
     assert found["seqs"] == [1, 3] and found["duration_ms"] == 600.0 and found["done"]
+
+
+def test_every_static_file_is_package_data_so_the_wheel_ships_it() -> None:
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    import mcptape.view
+
+    root = Path(__file__).resolve().parent.parent
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "mcptape.view"
+    ]
+    package = Path(mcptape.view.__file__).parent
+    shipped = [p.relative_to(package).as_posix() for p in (package / "static").rglob("*") if p.is_file()]
+    assert {"static/index.html", "static/app.js", "static/app.css"} <= set(shipped)
+    assert all(any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns) for name in shipped)
