@@ -100,8 +100,9 @@ class LiveHub:
         while self._reader is None and self._listeners:
             try:
                 # Starts at the newest frame: what a page loaded before came with its own last id.
+                # No text: the pages get frames rows and events, never the summaries tail prints.
                 self._reader = await loop.run_in_executor(
-                    self._executor, lambda: FeedReader(self._store, discover=True, text_max=64 << 10)
+                    self._executor, lambda: FeedReader(self._store, discover=True, text_max=0)
                 )
             except Exception as exc:  # the database is away: the pages hear it, the hub tries again
                 self._trouble(exc)
