@@ -9,23 +9,23 @@ such a body; inside a session it is recorded and passed on like every frame.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.gateway_proc import GatewayProcess
-from tests.recording import query
-from tests.test_gateway_security import INIT, request
+from tests.helpers.db import query
+from tests.helpers.gateway_http import DEMO_SERVERS, INIT, request
+from tests.helpers.gateway_proc import GatewayProcess
 
-DEMO = {"demo": {"command": sys.executable, "args": ["-m", "mcptape.servers.demo"]}}
+pytestmark = pytest.mark.slow
+
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture
 def gateway(tmp_path: Path) -> Any:
-    g = GatewayProcess(tmp_path / "g.db", DEMO, "--no-auth", tmp=tmp_path)
+    g = GatewayProcess(tmp_path / "g.db", DEMO_SERVERS, "--no-auth", tmp=tmp_path)
     yield g
     g.stop()
 

@@ -4,7 +4,6 @@ requests aiohttp cannot parse, and a session that asks for many large answers.""
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
 import re
 import socket
@@ -14,11 +13,10 @@ from pathlib import Path
 import pytest
 
 from mcptape.proxy.http.downstream import KEEP_CLOSED_BYTES
-from tests.gateway_proc import GatewayProcess
-from tests.test_gateway_security import INIT, request
+from tests.helpers.gateway_http import BIG, INIT, fetch, request
+from tests.helpers.gateway_proc import GatewayProcess
 
 TOKEN = "hostile-tests-token"
-BIG = Path(__file__).parent / "servers" / "big_answers.py"
 
 
 def raw_exchange(base: str, data: bytes) -> bytes:
@@ -32,21 +30,6 @@ def raw_exchange(base: str, data: bytes) -> bytes:
     return out
 
 
-def fetch(
-    base: str, method: str, headers: dict[str, str], body: bytes | None = None
-) -> tuple[int, str, bytes]:
-    """A whole response (status, session id, body) from ``/servers/big/mcp``."""
-    conn = http.client.HTTPConnection(*base.removeprefix("http://").rsplit(":", 1), timeout=60)
-    try:
-        conn.request(
-            method, "/servers/big/mcp", body=body, headers={"Content-Type": "application/json", **headers}
-        )
-        response = conn.getresponse()
-        return response.status, response.getheader("Mcp-Session-Id") or "", response.read()
-    finally:
-        conn.close()
-
-
 def post_head(base: str, extra: bytes, length: int) -> bytes:
     host = base.removeprefix("http://").encode()
     return (
@@ -57,6 +40,7 @@ def post_head(base: str, extra: bytes, length: int) -> bytes:
     )
 
 
+@pytest.mark.slow
 def test_a_token_that_is_no_utf8_is_401_and_unparsable_requests_log_one_line(tmp_path: Path) -> None:
     env = {"MCPTAPE_PROXY_TOKEN": TOKEN}
     gateway = GatewayProcess(tmp_path / "g.db", None, env=env, tmp=tmp_path)
@@ -86,6 +70,7 @@ def test_a_token_that_is_no_utf8_is_401_and_unparsable_requests_log_one_line(tmp
     assert gateway.stderr.count("mcptape: bad HTTP request (400): ") == 3, gateway.stderr
 
 
+@pytest.mark.slow
 def test_closed_response_streams_keep_a_bounded_number_of_bytes_for_resumption(tmp_path: Path) -> None:
     size = 2 << 20
     calls = KEEP_CLOSED_BYTES // size + 4
@@ -118,6 +103,7 @@ def test_closed_response_streams_keep_a_bounded_number_of_bytes_for_resumption(t
         gateway.stop()
 
 
+@pytest.mark.slow
 def test_sessions_past_max_sessions_get_a_503_saying_so_until_one_ends(tmp_path: Path) -> None:
     config = {"big": {"command": sys.executable, "args": [str(BIG), "--size", "10"]}}
     gateway = GatewayProcess(tmp_path / "g.db", config, "--no-auth", "--max-sessions", "2", tmp=tmp_path)
@@ -148,6 +134,7 @@ def test_sessions_past_max_sessions_get_a_503_saying_so_until_one_ends(tmp_path:
     assert "Traceback" not in gateway.stderr
 
 
+@pytest.mark.slow
 def test_a_remote_entry_whose_header_has_a_line_break_is_a_502_naming_it(tmp_path: Path) -> None:
     config = {"r": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-A": "v\r\nInjected: 1"}}}
     gateway = GatewayProcess(tmp_path / "g.db", config, "--no-auth", tmp=tmp_path)
