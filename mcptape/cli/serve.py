@@ -41,7 +41,7 @@ from mcptape.cli.replay_options import (
     "--strict", is_flag=True, help="Exit 1 if recorded requests were never asked for, or a request missed."
 )
 @upstream_options
-@remote_options
+@remote_options()
 @comparison_options
 @click.option(
     "--record/--no-record",

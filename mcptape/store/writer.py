@@ -62,7 +62,6 @@ from mcptape.store.errors import (
     is_fatal,
     is_lock_wait,
     is_retryable,
-    tell,
 )
 from mcptape.store.fileid import FileIdentity
 from mcptape.store.handoff import ALONE, Handoff, probe
@@ -87,6 +86,7 @@ from mcptape.store.rows import (
     session_values,
     without_nul,
 )
+from mcptape.terminal import say
 from mcptape.wire.frame import Frame
 from mcptape.wire.largeframes import LARGE, LARGE_FRAME_BYTES
 
@@ -130,6 +130,7 @@ class Writer:
         self._engine = engine
         self._watch = watch  # the SQLite file opened: stop when it is deleted or replaced
         self._where = where
+        self.where = where  # for messages: the file or server, as a person named it
         self._batch_size = max(1, batch_size)
         self._statements = Statements(engine)
         self._sqlite = engine.dialect.name == "sqlite"
@@ -579,10 +580,7 @@ class Writer:
         if self._told_lock_wait:
             return
         self._told_lock_wait = True
-        tell(
-            "mcptape: waiting for the database lock held by another process "
-            f"({self.backlog} frames not yet written)…"
-        )
+        say(f"waiting for the database lock held by another process ({self.backlog} frames not yet written)…")
 
     def _notice(self, message: str) -> None:
         """Tell stderr once about a wait that loses nothing; kept in ``notices``, not ``errors``."""
@@ -590,7 +588,7 @@ class Writer:
             return
         if len(self.notices) < _MAX_ERRORS:
             self.notices.append(message)
-        tell(f"mcptape: recording: {message}")
+        say(f"recording: {message}")
 
     def _report(self, message: str, *, dedupe: bool = True) -> bool:
         """Tell stderr and ``errors`` (once per distinct message); True when added to ``errors``."""
@@ -601,5 +599,5 @@ class Writer:
         added = len(self.errors) < _MAX_ERRORS
         if added:
             self.errors.append(message)
-        tell(f"mcptape: recording error: {message}")  # stderr closed: errors still holds it
+        say(f"recording error: {message}")  # stderr closed: errors still holds it
         return added
