@@ -14,11 +14,19 @@ import _posixsubprocess
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# Cached bytecode: with PYTHONDONTWRITEBYTECODE set (some shells and images set it) every
+# collection rewrites and compiles every test module again, and every `mcptape` process a
+# test starts compiles the package again; caching roughly halves both. The caches are
+# __pycache__ folders git ignores.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 
 class ProcessInFastTier(RuntimeError):
