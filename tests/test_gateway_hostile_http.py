@@ -15,6 +15,7 @@ import pytest
 from mcptape.proxy.http.downstream import KEEP_CLOSED_BYTES
 from tests.helpers.gateway_http import BIG, INIT, fetch, request
 from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.inprocess import running_gateway
 
 TOKEN = "hostile-tests-token"
 
@@ -149,20 +150,16 @@ def test_a_remote_entry_whose_header_has_a_line_break_is_a_502_naming_it(tmp_pat
 
 
 def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    from aiohttp import web
-
     from mcptape.gateway import listener
-    from mcptape.gateway.app import Gateway, GatewayConfig
+    from mcptape.gateway.app import GatewayConfig
 
     monkeypatch.setattr(listener, "CONNECTION_IDLE_S", 0.5)
 
     async def main() -> tuple[bool, bool]:
-        gateway = Gateway(GatewayConfig(registry={}))
-        runner = listener.make_runner(gateway)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        async with running_gateway(GatewayConfig(registry={})) as running:
+            return await cut_off(running.port)
+
+    async def cut_off(port: int) -> tuple[bool, bool]:
         slow_reader, slow = await asyncio.open_connection("127.0.0.1", port)
         idle_reader, idle = await asyncio.open_connection("127.0.0.1", port)
         head = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: ".encode() + b"a" * 1000
@@ -182,7 +179,6 @@ def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(monkeypatch: p
         idle_cut = await asyncio.wait_for(idle_reader.read(100), 10) == b""
         slow.close()
         idle.close()
-        await runner.cleanup()
         return cut, idle_cut
 
     cut, idle_cut = asyncio.run(main())
@@ -192,24 +188,19 @@ def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(monkeypatch: p
 def test_a_body_that_stops_arriving_is_a_408_not_a_handler_held_forever(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from aiohttp import web
 
     from mcptape.config.registry import UpstreamSpec
-    from mcptape.gateway import listener
-    from mcptape.gateway.app import Gateway, GatewayConfig
+    from mcptape.gateway.app import GatewayConfig
     from mcptape.proxy.http import bodies
 
     monkeypatch.setattr(bodies, "BODY_IDLE_S", 0.5)
 
     async def main() -> bytes:
         spec = UpstreamSpec(name="big", transport="stdio", command=[sys.executable, str(BIG)])
-        gateway = Gateway(GatewayConfig(registry={"big": spec}, token=None))
-        runner = listener.make_runner(gateway)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        gateway.bound(port)
+        async with running_gateway(GatewayConfig(registry={"big": spec}, token=None)) as running:
+            return await stalled(running.port)
+
+    async def stalled(port: int) -> bytes:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(
             post_head(f"http://127.0.0.1:{port}", b"", len(INIT)).replace(b"demo", b"big") + INIT[:10]
@@ -222,7 +213,6 @@ def test_a_body_that_stops_arriving_is_a_408_not_a_handler_held_forever(
                 break
             answer += chunk
         writer.close()
-        await runner.cleanup()
         return answer
 
     answer = asyncio.run(main())
