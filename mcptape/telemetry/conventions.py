@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from mcptape.telemetry.facts import id_attribute
+from mcptape.telemetry.facts import RequestFacts, id_attribute
 
 BUCKETS: Final = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 OPERATION_METRICS: Final = {
@@ -95,6 +95,37 @@ class SessionFacts:
     mcp_session_id: str | None = None
     protocol_version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def begin(
+    method: str,
+    direction: str,
+    ts: float,
+    facts: RequestFacts,
+    session: SessionFacts,
+    *,
+    rpc_id: str | None = None,
+    notification: bool = False,
+    answered_by: str | None = None,
+) -> Operation:
+    """The operation a request (or notification) sent at ``ts`` begins, with what it says."""
+    return Operation(
+        method,
+        direction,
+        ts,
+        ts,
+        role=role_of(session.mode, direction, answered_by),
+        rpc_id=rpc_id,
+        notification=notification,
+        tool=facts.tool,
+        prompt=facts.prompt,
+        uri=facts.uri,
+        traceparent=facts.traceparent,
+        tracestate=facts.tracestate,
+        jsonrpc=facts.jsonrpc,
+        answered_by=answered_by,
+        session=session,
+    )
 
 
 def role_of(mode: str, direction: str, answered_by: str | None = None) -> str:

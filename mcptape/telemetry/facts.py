@@ -73,38 +73,34 @@ def _small(value: bytes) -> Any:
     return None if parsed is None or type(parsed) is object else parsed
 
 
-def _slim_object(data: bytes) -> dict[str, Any] | None:
-    """The members of a JSON object that the facts look at, each parsed if small."""
+def _members(data: bytes) -> list[tuple[str | None, bytes]] | None:
+    """The top-level members of a JSON object (name, value bytes); None when it is not one."""
     try:
         members = scan_members(data)
     except TooComplex:
         return None
+    return None if members is None else [(_name(key), data[start:end]) for key, start, end in members]
+
+
+def _slim_object(data: bytes) -> dict[str, Any] | None:
+    """The members of a JSON object that the facts look at, each parsed if small."""
+    members = _members(data)
     if members is None:
         return None
-    out: dict[str, Any] = {}
-    for key, start, end in members:
-        name = _name(key)
-        if name in _WANTED:
-            out[name] = _small(data[start:end])
-    return out
+    return {name: _small(value) for name, value in members if name in _WANTED}
 
 
 def slim(data: bytes) -> dict[str, Any] | None:
     """A large JSON-RPC message with only what the facts read: ``jsonrpc``, ``id``,
     ``method``, and the looked-at members of ``params``, ``result`` and ``error``."""
-    try:
-        members = scan_members(data)
-    except TooComplex:
-        return None
+    members = _members(data)
     if members is None:
         return None
     out: dict[str, Any] = {}
-    for key, start, end in members:
-        name = _name(key)
+    for name, value in members:
         if name in _TOP:
-            out[name] = _small(data[start:end])
+            out[name] = _small(value)
         elif name in ("params", "result", "error"):
-            value = data[start:end]
             out[name] = _small(value) if len(value) <= SMALL else _slim_object(value)
     return out
 

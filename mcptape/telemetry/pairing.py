@@ -16,9 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from mcptape.proxy.addonmanager import SessionContext
-from mcptape.telemetry.conventions import Operation, SessionFacts, role_of
+from mcptape.telemetry.conventions import Operation, SessionFacts, begin, role_of
 from mcptape.telemetry.facts import reply_facts, request_facts, slim
-from mcptape.wire.frame import KEEP_PARSED_BYTES, Frame, classify_batch, classify_message, opposite
+from mcptape.wire.frame import KEEP_PARSED_BYTES, Frame, classify_batch, opposite
 from mcptape.wire.ids import encode_id, id_key
 
 MAX_PENDING = 100_000  # requests awaiting an answer kept per session; beyond, the oldest end unanswered
@@ -93,7 +93,6 @@ class Pairing:
                 return []
             done: list[Operation] = []
             for item, c in zip(msg, classify_batch(frame.data), strict=False):
-                c = c if c.kind != "malformed" else classify_message(item)
                 done.extend(self._one(item, c.kind, direction, c.method, c.rpc_id, ts, origin))
             return done
         return self._one(msg, kind, direction, method, rpc_id, ts, origin)
@@ -113,21 +112,15 @@ class Pairing:
             facts = request_facts(msg)
             if facts.protocol_version and (session.protocol_version is None or method == "initialize"):
                 session.protocol_version = facts.protocol_version
-            op = Operation(
+            is_request = kind == "request"
+            op = begin(
                 method,
                 direction,
                 ts,
-                ts,
-                role=role_of(session.mode, direction),
-                rpc_id=rpc_id if kind == "request" else None,
-                notification=kind == "notification",
-                tool=facts.tool,
-                prompt=facts.prompt,
-                uri=facts.uri,
-                traceparent=facts.traceparent,
-                tracestate=facts.tracestate,
-                jsonrpc=facts.jsonrpc,
-                session=session,
+                facts,
+                session,
+                rpc_id=rpc_id if is_request else None,
+                notification=not is_request,
             )
             if kind == "notification":
                 done = [op]

@@ -182,6 +182,19 @@ def _resource() -> Resource:
     return Resource.create(attrs)
 
 
+def _histograms(meter: Any, names: dict[str, str], what: str) -> dict[str, Any]:
+    """One histogram (seconds, the conventions' buckets) per role."""
+    return {
+        role: meter.create_histogram(
+            name,
+            unit="s",
+            description=f"The duration of an MCP {what} as mcptape saw it, as the {role}.",
+            explicit_bucket_boundaries_advisory=BUCKETS,
+        )
+        for role, name in names.items()
+    }
+
+
 def _ns(seconds: float) -> int:
     return int(seconds * 1_000_000_000)
 
@@ -203,24 +216,8 @@ class Pipeline:
             resource=resource, metric_readers=[self.reader], shutdown_on_exit=False
         )
         meter = self.meter_provider.get_meter(SCOPE, __version__)
-        self._operations = {
-            role: meter.create_histogram(
-                name,
-                unit="s",
-                description=f"The duration of an MCP request as mcptape saw it, as the {role}.",
-                explicit_bucket_boundaries_advisory=BUCKETS,
-            )
-            for role, name in OPERATION_METRICS.items()
-        }
-        self._sessions = {
-            role: meter.create_histogram(
-                name,
-                unit="s",
-                description=f"The duration of an MCP session as mcptape saw it, as the {role}.",
-                explicit_bucket_boundaries_advisory=BUCKETS,
-            )
-            for role, name in SESSION_METRICS.items()
-        }
+        self._operations = _histograms(meter, OPERATION_METRICS, "request")
+        self._sessions = _histograms(meter, SESSION_METRICS, "session")
         self.metrics_recorded = False
 
     @property
