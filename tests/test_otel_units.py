@@ -160,3 +160,12 @@ def test_otlp_refuses_what_is_not_a_receivers_url() -> None:
 
     result = CliRunner().invoke(cli, ["export", "last", "--otlp", "localhost:4318"])
     assert result.exit_code == 2 and "http(s)://HOST:PORT" in result.output
+
+
+def test_call_says_a_missing_extra_in_one_line_with_its_usage_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcptape.cli.main import cli
+
+    monkeypatch.setitem(sys.modules, "opentelemetry.sdk", None)
+    result = CliRunner().invoke(cli, ["call", "-m", "ping", "--otlp", "http://localhost:4318", "--", "true"])
+    assert (result.exit_code, result.output.count("\n")) == (1, 1)
+    assert "mcptape[otel]" in result.output

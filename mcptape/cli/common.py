@@ -89,6 +89,16 @@ class Seconds(click.ParamType):
         return seconds
 
 
+class MissingExtra(click.UsageError):
+    """An option that needs an optional extra not installed: one line saying what to install
+    (a usage error: ``call`` reports those with its own exit status)."""
+
+    def show(self, file: Any = None) -> None:
+        from mcptape.terminal import safe
+
+        click.echo(f"mcptape: error: {safe(self.format_message())}", err=True)
+
+
 def _check_otlp(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     if value is None:
         return None
@@ -103,13 +113,13 @@ def _check_otlp(ctx: click.Context, param: click.Parameter, value: str | None) -
     except ValueError:
         ok = False
     if not ok:
-        raise UserError(
-            f"--otlp {value!r} is not an OTLP/HTTP receiver's URL; expected http(s)://HOST:PORT, "
+        raise click.BadParameter(
+            f"{value!r} is not an OTLP/HTTP receiver's URL; expected http(s)://HOST:PORT, "
             "e.g. http://localhost:4318 (Jaeger, the OpenTelemetry Collector)"
         )
     missing = missing_packages()
     if missing is not None:
-        raise UserError(f"--otlp: {missing}")
+        raise MissingExtra(f"--otlp: {missing}")
     return value
 
 
