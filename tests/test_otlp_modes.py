@@ -153,3 +153,55 @@ def test_serve_exports_server_spans(recorded: tuple[Path, OtlpReceiver]) -> None
     served = [mode for _, mode in _sessions(db) if mode == "serve"]
     assert served and call.attributes["mcp.session.id"] == _sessions(db)[-1][0]
     assert [a["mcp.method.name"] for a, _ in receiver.histogram("mcp.server.operation.duration")]
+
+
+def test_proxy_exports_each_gateway_sessions_exchanges(tmp_path: Path) -> None:
+    import aiohttp
+
+    from tests.gateway_proc import GatewayProcess
+
+    cmd = _server()
+    receiver = OtlpReceiver()
+    messages = [json.loads(line) for line in SCRIPT.splitlines()]
+
+    async def scenario() -> str:
+        url = await receiver.start()
+        gateway = await asyncio.to_thread(
+            GatewayProcess,
+            tmp_path / "rec.db",
+            {"everything": {"command": cmd[0], "args": cmd[1:]}},
+            "--otlp",
+            url,
+            tmp=tmp_path,
+        )
+        headers = {
+            "Authorization": f"Bearer {gateway.token}",
+            "Accept": "application/json, text/event-stream",
+        }
+        try:
+            async with aiohttp.ClientSession() as http:
+                for message in messages:
+                    async with http.post(
+                        gateway.url("everything"), json=message, headers=headers
+                    ) as response:
+                        assert response.status in (200, 202), await response.text()
+                        headers.setdefault("Mcp-Session-Id", response.headers.get("Mcp-Session-Id", ""))
+                        await response.read()
+                async with http.delete(gateway.url("everything"), headers=headers) as response:
+                    assert response.status in (200, 204)
+                for _ in range(300):  # the session ends, and its spans are exported, after the DELETE
+                    if receiver.named("tools/call echo"):
+                        break
+                    await asyncio.sleep(0.05)
+        finally:
+            await asyncio.to_thread(gateway.stop)
+            await receiver.close()
+        return headers["Mcp-Session-Id"]
+
+    session_id = asyncio.run(scenario())
+    [call] = receiver.named("tools/call echo")
+    assert (call.kind, call.trace_id, call.parent_span_id) == (CLIENT, TRACE_ID, PARENT_ID)
+    assert call.attributes["mcptape.mode"] == "proxy"
+    assert call.attributes["network.transport"] == "pipe"  # the hop to the stdio upstream
+    assert call.attributes["mcp.session.id"] == session_id
+    assert receiver.named("prompts/get no-such-prompt")[0].attributes["error.type"].startswith("-32")

@@ -75,6 +75,7 @@ class GatewayConfig:
     # Each session may be a process: a client that opens sessions and never ends them
     # must meet a clear refusal before the machine runs out of memory or descriptors.
     max_sessions: int = 100
+    otlp: str | None = None  # an OTLP/HTTP receiver: every session's spans and metrics go there
 
 
 @dataclass(eq=False)
@@ -246,7 +247,12 @@ class Gateway:
             from mcptape.proxy.addons.injector import Injector
 
             injector = Injector(self.config.rules, declare=self.config.declare_capabilities)
-        addons = AddonManager([recorder, *([injector] if injector is not None else [])])
+        chain: list[object] = [recorder, *([injector] if injector is not None else [])]
+        if self.config.otlp:  # third, as in mcptape.assemble.default_addons
+            from mcptape.proxy.addons.otlp import OtlpExporter
+
+            chain.append(OtlpExporter(self.config.otlp, recorder))
+        addons = AddonManager(chain)
         relay = Relay(link, upstream, addons, context, grace=self.config.grace)
         if injector is not None:
             injector.use_relay(relay)
@@ -285,11 +291,13 @@ class Gateway:
     def _passed(self, request: web.Request) -> UpstreamSpec | None:
         """The upstream's entry when it speaks streamable HTTP itself: requests pass through.
 
-        Not with injection rules: answering the server's requests takes a relay, so the
-        gateway then runs the session itself, with an HTTP client link to the upstream.
+        Not with injection rules (answering the server's requests takes a relay) nor with
+        ``--otlp`` (its addon is on the relay): the gateway then runs the session itself,
+        with an HTTP client link to the upstream.
         """
         spec = self.config.registry[request.match_info["name"]]
-        return spec if spec.transport == "http" and self.config.rules is None else None
+        relayed = self.config.rules is not None or self.config.otlp is not None
+        return spec if spec.transport == "http" and not relayed else None
 
     def _gateway_url(self, request: web.Request) -> str:
         return f"{request.scheme}://{request.host}/servers/{request.match_info['name']}/mcp"

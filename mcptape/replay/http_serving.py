@@ -94,7 +94,12 @@ class TapeGateway(Gateway):
         transport = f"{kind}->tape"
         recorder = Recorder()
         context = SessionContext(None, "serve", transport, self.description, None)
-        addons = AddonManager([recorder] if self.plan.record else [])
+        chain: list[object] = [recorder] if self.plan.record else []
+        if self.plan.otlp:  # as in mcptape.assemble.default_addons
+            from mcptape.proxy.addons.otlp import OtlpExporter
+
+            chain.append(OtlpExporter(self.plan.otlp, recorder if self.plan.record else None))
+        addons = AddonManager(chain)
         relay = Relay(link, tape, addons, context, grace=self.config.grace)
         session = GatewaySession(link, relay, NAME, recorder)
         self.sessions[link.session_id] = session
