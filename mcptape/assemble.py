@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcptape.proxy.addonmanager import AddonManager, Outcome, SessionContext
 from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
+from mcptape.proxy.hooks import Event, SessionEnd, SessionStart
 from mcptape.proxy.link import Link
 from mcptape.proxy.relay import Relay
 
@@ -174,11 +175,11 @@ class Session:
 
     def event(self, kind: str, text: str | None, data: object = None) -> None:
         """Record an event of the session (any thread)."""
-        self.addons.call_sync("event", self.context, kind, text, data)
+        self.addons.call_sync(Event(self.context, kind, text, data))
 
     def end(self, outcome: Outcome) -> None:
         """End a session that has no relay (it could not start, or passes through without one)."""
-        self.addons.call_soon("session_end", self.context, outcome)
+        self.addons.call_soon(SessionEnd(self.context, outcome))
 
     def failed_to_start(self, error: str, data: object = None) -> None:
         """The upstream could not be started or reached: recorded like any session, so
@@ -249,7 +250,7 @@ def assemble(
     elif client is None and server is None:
         # Without a relay to start it (the pass-through records what its caller hands the
         # addons), the session starts now.
-        addons.call_soon("session_start", context)
+        addons.call_soon(SessionStart(context))
     if start_store:
         session.start_store()
     return session
