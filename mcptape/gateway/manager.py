@@ -29,6 +29,7 @@ from mcptape.proxy.link import Link
 from mcptape.wire.frame import Frame
 
 if TYPE_CHECKING:
+    from mcptape.gateway.sealed import Sealer
     from mcptape.gateway.store import GatewayStore
     from mcptape.rules.rules import Rules
 
@@ -69,6 +70,18 @@ class GatewayConfig:
     # Each session may be a process: a client that opens sessions and never ends them
     # must meet a clear refusal before the machine runs out of memory or descriptors.
     max_sessions: int = 100
+    # A fleet: this replica's name on every session row (None: host name and port), and the
+    # key ring that seals client-facing session ids (None: plain random ids, one process).
+    replica: str | None = None
+    sealer: Sealer | None = None
+
+    def replica_name(self) -> str:
+        """This replica's name: ``--replica``, else the host name and the port bound."""
+        if self.replica is None:
+            import socket
+
+            self.replica = f"{socket.gethostname()}:{self.port}"
+        return self.replica
 
 
 class Upstreams(Protocol):
@@ -248,6 +261,7 @@ class RegistryUpstreams:
             rules=self.config.rules,
             declare_capabilities=self.config.declare_capabilities,
             grace=self.config.grace,
+            replica=self.config.replica_name(),
         )
 
     def open(self, name: str, downstream: str, forward_auth: str | None) -> tuple[Link, SessionPlan]:

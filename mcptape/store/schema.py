@@ -61,6 +61,15 @@ sessions = Table(
     Column("replay_of", String(32)),  # the session a replay re-drives
     Column("pid", Integer),  # mcptape's process id
     Column("mcptape_version", String(32)),
+    Column("replica", Text),  # the gateway replica that recorded it (mcptape proxy --replica)
+    # Shared by the rows of one client session recorded by several replicas; NULL: its own id.
+    Column("conversation_id", String(64)),
+    Index(
+        "ix_sessions_conversation",
+        "conversation_id",
+        sqlite_where=text("conversation_id IS NOT NULL"),
+        postgresql_where=text("conversation_id IS NOT NULL"),
+    ),
 )
 
 frames = Table(
