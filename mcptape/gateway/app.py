@@ -58,7 +58,9 @@ class Gateway:
         self.manager = SessionManager(config, self.upstreams)
         self.streamable = StreamableSessions(self.manager)
         self.legacy = LegacySseSessions(self.manager)
-        self.passthrough = PassThrough(self.store, config.redact_names)
+        self.passthrough = PassThrough(
+            self.store, config.redact_names, sealer=config.sealer, replica=config.replica_name
+        )
         self.hosts: frozenset[str] = frozenset()
 
     @property
@@ -81,6 +83,7 @@ class Gateway:
     def bound(self, port: int) -> None:
         """The listener is bound: requests must name this host and port."""
         self.config.port = port
+        self.config.replica_name()  # settled now: host name and this port unless --replica
         self.hosts = security.allowed_hosts(self.config.host, port, self.config.extra_hosts)
 
     @web.middleware

@@ -128,6 +128,25 @@ class SessionManager:
     pools: dict[str, list[GatewaySession]] = field(default_factory=dict)  # per name: stateless sessions
     _sweeper: asyncio.Task[None] | None = None
 
+    # -- session ids ------------------------------------------------------------------
+
+    def mint_sid(self, name: str) -> str:
+        """A new client-facing session id: random, or in a fleet sealed with this replica's name
+        (another replica can then say where the session lives, see gateway/sealed.py)."""
+        local = secrets.token_hex(16)
+        sealer = self.config.sealer
+        if sealer is None:
+            return local
+        from mcptape.gateway.sealed import Sealed
+
+        return sealer.seal(Sealed(name, "", replica=self.config.replica_name(), local_sid=local))
+
+    def unknown(self, sid: str, name: str) -> str:
+        """The one line of the 404 for a session id this replica does not hold."""
+        from mcptape.gateway.sealed import unknown_session
+
+        return unknown_session(self.config.sealer, sid, name, self.config.replica_name())
+
     # -- opening ----------------------------------------------------------------------
 
     def open(

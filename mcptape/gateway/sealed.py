@@ -168,3 +168,28 @@ def _facts(payload: bytes) -> Sealed | None:
     ):
         return None
     return Sealed(name, conversation, upstream_sid, replica, local_sid)
+
+
+def unknown_session(sealer: Sealer | None, sid: str, name: str, replica: str | None) -> str:
+    """Why a session id this replica does not hold is unknown: the one line of its 404.
+
+    A sealed id naming another replica says so (the balancer did not keep the session
+    where it lives, or that replica is gone); anything else ended, expired or never was.
+    """
+    facts = sealer.open(sid) if sealer is not None else None
+    shown = sid if len(sid) <= 40 else sid[:37] + "..."
+    if facts is not None and facts.name == name and facts.replica and facts.replica != replica:
+        return (
+            f"session {shown!r} lives on replica {facts.replica!r}, not here ({replica!r}): it runs a "
+            "process there, so the balancer must send its requests there (deploy/haproxy.cfg sticks "
+            "on Mcp-Session-Id); if that replica is gone, start a new session"
+        )
+    return f"session {shown!r} does not exist (it ended or expired); start a new one"
+
+
+def open_passed_through(sealer: Sealer, sid: str, name: str) -> Sealed | str:
+    """The facts of a pass-through session id for upstream ``name``, or why it is unknown (404)."""
+    facts = sealer.open(sid)
+    if facts is None or facts.name != name or not facts.passed_through:
+        return unknown_session(sealer, sid, name, None)
+    return facts
