@@ -148,3 +148,39 @@ def test_any_replica_serves_a_passed_through_session_and_records_one_conversatio
         (conversation, "replica-b", "tools/call"),
         (conversation, "replica-a", "tools/call"),
     ]
+
+
+def test_health_says_whether_the_store_is_writable_and_how_far_behind(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+
+    async def main() -> list[tuple[int, dict[str, object]]]:
+        good = await start_replica({}, str(tmp_path / "ok.db"), "r1", None)
+        bad = await start_replica({}, str(tmp_path / "file" / "no.db"), "r2", None)
+        answers = []
+        try:
+            async with ClientSession() as http:
+                for replica in (good, bad):
+                    for _ in range(200):  # the store opens in the background
+                        async with http.get(replica.base + "/health") as response:
+                            body = await response.json()
+                        if not body["store"].get("opening"):
+                            break
+                        await asyncio.sleep(0.02)
+                    answers.append((response.status, body))
+        finally:
+            await good.stop()
+            await bad.stop()
+        return answers
+
+    (status, ok), (bad_status, bad) = asyncio.run(main())
+    assert status == 200 and ok["status"] == "ok" and ok["replica"] == "r1"
+    assert ok["store"] == {
+        "recording": True,
+        "writable": True,
+        "lag_s": 0.0,
+        "backlog_frames": 0,
+        "backlog_bytes": 0,
+        "failed": False,
+    }
+    assert bad_status == 503 and bad["status"] == "unavailable" and bad["store"]["failed"] is True
+    assert "no.db" not in str(bad)  # no token needed: it names no database

@@ -133,7 +133,8 @@ def proxy(
     Each upstream NAME (see `mcptape servers`) is served at /servers/NAME/mcp
     (streamable HTTP) and /servers/NAME/sse (legacy HTTP+SSE), whatever transport it
     speaks itself; a stdio server is started once per client session. GET /health
-    answers {"status":"ok"}.
+    answers {"status":"ok", ...} with the store's state (writable, lag_s), or 503
+    while this replica cannot record.
 
     \b
     Security: requests need the gateway's token, as `Authorization: Bearer TOKEN`

@@ -38,6 +38,10 @@ from mcptape.proxy.http.headers import HeaderError
 
 __all__ = ["Gateway", "GatewayConfig", "GatewaySession", "SessionLimit", "UpstreamUnavailable"]
 
+# A replica whose oldest unwritten row is older than this is taken out of rotation by /health:
+# its frames wait in memory (bounded), and another replica may be recording fine.
+MAX_HEALTHY_LAG = 30.0
+
 # How the request carried the gateway's token: "authorization" (consumed) or "own-header".
 AUTH_VIA = web.RequestKey("auth_via", str)
 
@@ -120,7 +124,17 @@ class Gateway:
             return http_error(503, str(exc), {"Retry-After": "5"})
 
     async def _health(self, request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok"})
+        """For a balancer's checks: 503 while this replica cannot record (its store failed for
+        good, or is more than MAX_HEALTHY_LAG behind); the store's state either way."""
+        store = self.store.health()
+        failed = bool(store.get("failed")) or float(store.get("lag_s") or 0.0) > MAX_HEALTHY_LAG
+        body = {
+            "status": "unavailable" if failed else "ok",
+            "replica": self.config.replica_name(),
+            "sessions": len(self.manager.sessions) + len(self.passthrough.sessions),
+            "store": store,
+        }
+        return web.json_response(body, status=503 if failed else 200)
 
     # -- routes -----------------------------------------------------------------------
 

@@ -99,6 +99,34 @@ class GatewayStore:
     def where(self) -> str:
         return self.store.where if self.store is not None else (self.db or "the default database")
 
+    def health(self) -> dict[str, Any]:
+        """Whether the store takes rows now and how far behind it is (no database I/O: cheap to poll).
+
+        ``writable``: open, not failed, not waiting for the database (a lock, a server away);
+        ``lag_s``: age of the oldest row not yet committed; ``failed``: nothing can be recorded
+        (why is said on stderr: /health needs no token, so it names no database).
+        """
+        if not self.record:
+            return {"recording": False, "writable": False, "lag_s": 0.0}
+        writer = self.writer
+        if writer is None:
+            opened = self._opened.is_set()
+            return {
+                "recording": True,
+                "writable": False,
+                "opening": not opened,
+                "failed": opened,
+                "lag_s": 0.0,
+            }
+        return {
+            "recording": True,
+            "writable": writer.failed is None and not writer.waiting_for_lock,
+            "lag_s": round(writer.lag, 3),
+            "backlog_frames": writer.backlog,
+            "backlog_bytes": writer.backlog_bytes,
+            "failed": writer.failed is not None,
+        }
+
     def session_store(self, recorder: Recorder, row: SessionRow) -> SharedSessionStore:
         """A session's way into this store: its row is created when it starts."""
         return SharedSessionStore(self, recorder, row)

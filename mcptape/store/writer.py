@@ -251,6 +251,11 @@ class Writer:
         return self._backlog.waiting_for_lock
 
     @property
+    def lag(self) -> float:
+        """Seconds since the oldest row not yet committed was queued (0 when everything is written)."""
+        return self._backlog.lag()
+
+    @property
     def backlog(self) -> int:
         """Frames queued and not yet committed."""
         return self._backlog.frames
