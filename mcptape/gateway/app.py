@@ -58,6 +58,7 @@ class Gateway:
     ) -> None:
         self.config = config
         self.store = store if store is not None else GatewayStore(config.db, config.redact_paths)
+        self.store.replica = config.replica_name
         self.upstreams = upstreams if upstreams is not None else RegistryUpstreams(config, self.store)
         self.manager = SessionManager(config, self.upstreams)
         self.streamable = StreamableSessions(self.manager)

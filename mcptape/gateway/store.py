@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,6 +25,7 @@ from mcptape.redact import JsonPath, redact_json_paths, scrub
 from mcptape.wire.frame import Frame
 
 if TYPE_CHECKING:
+    from mcptape.gateway.heartbeat import Heartbeat
     from mcptape.store import Store, Writer
 
 
@@ -77,6 +78,9 @@ class GatewayStore:
         self.error: str | None = None
         self._opened = threading.Event()
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="mcptape-gateway-store")
+        # A fleet on a server database: this replica's name, for its heartbeat (gateway/heartbeat.py).
+        self.replica: Callable[[], str] | None = None
+        self._heartbeat: Heartbeat | None = None
 
     def open_in_background(self) -> None:
         if not self.record:
@@ -90,6 +94,11 @@ class GatewayStore:
 
             self.store = open_store(self.db)
             self.writer = self.store.writer()
+            if self.replica is not None and self.store.path is None:
+                from mcptape.gateway.heartbeat import Heartbeat
+
+                self._heartbeat = Heartbeat(self.store, self.replica())
+                self._heartbeat.start()
         except Exception as exc:
             self.error = f"cannot open the recording database: {exc}"
             print(f"mcptape: error: {self.error}; sessions are served but not recorded", file=sys.stderr)
@@ -164,6 +173,8 @@ class GatewayStore:
     def close(self) -> Any:
         """Flush every frame queued and close (on a plain thread, never the loop)."""
         self._opened.wait(30)
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
         if self.store is not None:
             self.store.close()
         self.pool.shutdown(wait=False)

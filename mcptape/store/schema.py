@@ -132,3 +132,13 @@ events = Table(
     Column("data", Text),  # JSON
     Index("ix_events_session", "session_id", "id"),
 )
+
+# A gateway replica's heartbeat: the others close the running sessions of one not seen for a while.
+replicas = Table(
+    "replicas",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("pid", Integer),
+    Column("started_at", Float),
+    Column("seen_at", Float, nullable=False),
+)

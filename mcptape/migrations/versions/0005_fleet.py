@@ -7,8 +7,10 @@ Create Date: 2026-12-02
 ``replica``: the ``mcptape proxy`` replica that recorded the session (``--replica``).
 ``conversation_id``: shared by the session rows of one client session that several
 replicas recorded (its sealed session id names it); NULL means the session's own id.
-The `conversations` view (frozen in mcptape/migrations/frozen/views_0005.py) gives every
-exchange its conversation; 0004's views are unchanged. Nothing is backfilled: old
+``replicas``: each replica's heartbeat (``seen_at``), so the others can close the sessions
+of one that was killed. The `conversations` view (frozen in
+mcptape/migrations/frozen/views_0005.py) gives every exchange its conversation; 0004's
+views are unchanged. Nothing is backfilled: old
 sessions have no replica, and each is its own conversation.
 """
 
@@ -36,6 +38,13 @@ def upgrade() -> None:
         sqlite_where=sa.text("conversation_id IS NOT NULL"),
         postgresql_where=sa.text("conversation_id IS NOT NULL"),
     )
+    op.create_table(
+        "replicas",
+        sa.Column("name", sa.Text, primary_key=True),
+        sa.Column("pid", sa.Integer),
+        sa.Column("started_at", sa.Float),
+        sa.Column("seen_at", sa.Float, nullable=False),
+    )
     for statement in views_0005.create_statements(dialect):
         op.execute(sa.text(statement))
 
@@ -44,6 +53,7 @@ def downgrade() -> None:
     dialect = op.get_context().dialect.name
     for statement in views_0005.drop_statements(dialect):
         op.execute(sa.text(statement))
+    op.drop_table("replicas")
     op.drop_index("ix_sessions_conversation", "sessions")
     # ALTER TABLE, not a batch copy: SQLite (3.35+) drops a column in place, where copying
     # the table would drop `sessions`, which frames and events refer to.
