@@ -57,12 +57,12 @@ class FakeUpstream:
             return web.Response(status=202)
         return web.json_response({"jsonrpc": "2.0", "id": body["id"], "result": {"echo": body.get("params")}})
 
-    async def start(self) -> str:
+    async def start(self, port: int = 0) -> str:
         app = web.Application()
         app.router.add_route("*", "/mcp", self._mcp)
-        self._runner = web.AppRunner(app)
+        self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", port)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self.url = f"http://127.0.0.1:{port}/mcp"
