@@ -144,7 +144,9 @@ def copy_frames(fleet: Any, n: int) -> float:
             "COPY frames (session_id, seq, ts, direction, origin, kind, method, rpc_id, size, text) FROM STDIN"
         ) as copy:
             for seq in range(1, n + 1):
-                text = '{"jsonrpc":"2.0","id":' + str(seq) + ',"method":"tools/call","params":{"name":"echo"}}'
+                text = (
+                    '{"jsonrpc":"2.0","id":' + str(seq) + ',"method":"tools/call","params":{"name":"echo"}}'
+                )
                 copy.write_row(
                     (
                         "copybench",

@@ -28,9 +28,9 @@ import pytest
 from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
 from mcptape.gateway.sealed import Sealer, read_keys
+from tests.helpers.http_servers import everything_http, free_port
+from tests.helpers.postgres import postgres_bin
 from tests.helpers.wire_clients import LegacyClient, ModernClient, SessionGone, WireClient
-from tests.http_servers import everything_http, free_port
-from tests.postgres import postgres_bin
 
 pytestmark = [
     pytest.mark.slow,

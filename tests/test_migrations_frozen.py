@@ -34,7 +34,9 @@ def test_live_code_takes_the_current_views_from_the_newest_frozen_module() -> No
     from mcptape.store import views
 
     assert views.CURRENT == views_0004.VIEWS_V4 + views_0005.VIEWS_V5
-    assert [view.name for view in views_0002.VIEWS_V2] + ["http_frames", "conversations"] == list(views.VIEW_NAMES)
+    assert [view.name for view in views_0002.VIEWS_V2] + ["http_frames", "conversations"] == list(
+        views.VIEW_NAMES
+    )
     assert runner.HEAD_REVISION == "0006"
 
 

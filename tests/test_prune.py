@@ -19,7 +19,7 @@ from mcptape.store import open_store, partitions
 from mcptape.store.engine import Store
 from mcptape.store.prune import prune
 from mcptape.wire.frame import Frame
-from tests.postgres import Postgres, private_server
+from tests.helpers.postgres import Postgres, private_server
 
 NOW = time.time()
 OLD = NOW - 40 * 86400

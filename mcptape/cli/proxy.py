@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, otlp_option
 from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
 
 if TYPE_CHECKING:
@@ -107,6 +107,7 @@ if TYPE_CHECKING:
 )
 @rule_options
 @declare_option
+@otlp_option
 def proxy(
     config_path: str | None,
     listen: str,
@@ -127,6 +128,7 @@ def proxy(
     roots: tuple[str, ...],
     inject: str | None,
     declare_capabilities: bool,
+    otlp: str | None,
 ) -> None:
     """Serve every registered MCP server over HTTP, recording every session.
 
@@ -227,6 +229,7 @@ def proxy(
         max_sessions=max_sessions,
         replica=replica,
         sealer=sealer,
+        otlp=otlp,
     )
     sys.exit(asyncio.run(run_gateway(config, token if announce else None)))
 

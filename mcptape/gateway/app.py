@@ -64,7 +64,11 @@ class Gateway:
         self.streamable = StreamableSessions(self.manager)
         self.legacy = LegacySseSessions(self.manager)
         self.passthrough = PassThrough(
-            self.store, config.redact_names, sealer=config.sealer, replica=config.replica_name
+            self.store,
+            config.redact_names,
+            otlp=config.otlp,
+            sealer=config.sealer,
+            replica=config.replica_name,
         )
         self.hosts: frozenset[str] = frozenset()
 

@@ -70,6 +70,7 @@ class GatewayConfig:
     # Each session may be a process: a client that opens sessions and never ends them
     # must meet a clear refusal before the machine runs out of memory or descriptors.
     max_sessions: int = 100
+    otlp: str | None = None  # an OTLP/HTTP receiver: every session's spans and metrics go there
     # A fleet: this replica's name on every session row (None: host name and port), and the
     # key ring that seals client-facing session ids (None: plain random ids, one process).
     replica: str | None = None
@@ -280,6 +281,7 @@ class RegistryUpstreams:
             rules=self.config.rules,
             declare_capabilities=self.config.declare_capabilities,
             grace=self.config.grace,
+            otlp=self.config.otlp,
             replica=self.config.replica_name(),
         )
 

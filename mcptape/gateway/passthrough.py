@@ -114,10 +114,12 @@ class PassThrough:
         store: StoreSource,
         redact_names: tuple[str, ...],
         *,
+        otlp: str | None = None,
         sealer: Sealer | None = None,
         replica: Callable[[], str] | None = None,
     ) -> None:
         self.store = store
+        self.otlp = otlp
         self.redact_names = redact_names
         # A fleet: client-facing session ids are the upstream's sealed (any replica opens them).
         self.sealer = sealer
@@ -141,6 +143,7 @@ class PassThrough:
                 spec.describe(),
                 name=name,
                 store=self.store,
+                otlp=self.otlp,
                 replica=self.replica() if self.replica is not None else None,
                 conversation_id=conversation,
             )
