@@ -79,6 +79,7 @@ class Call:
     poll_interval: float = 1.0
     fail_on_error: bool = False
     validate_output: bool = False
+    progress_token: str | int | None = None  # a front end's name for the operation (default: the id)
 
 
 def missing_capability(method: str, capabilities: dict[str, Any]) -> str | None:
@@ -259,7 +260,9 @@ async def _call_tool(session: CallSession, call: Call, params: Any, tool: dict[s
     core = session.core
     core.tool_in_flight = call.tool_name
     try:
-        result = await request_with_input(core, "tools/call", params, progress=True)
+        result = await request_with_input(
+            core, "tools/call", params, progress=True, progress_token=call.progress_token
+        )
         if call.run_as_task and call.poll:
             result = await _poll_task(session, result, call.poll_interval)
     finally:

@@ -10,7 +10,8 @@ failures), puts a :class:`~mcptape.client.link.ClientLink` on the client side of
 :class:`~mcptape.proxy.relay.Relay`, and negotiates within the connect timeout. The
 recording store opens on a thread only once the first frame has been sent, so that
 importing SQLAlchemy never delays the first request. On exit the server is shut
-down gracefully and everything is written (mode ``call``).
+down gracefully and everything is written (mode ``call``, or ``client`` for the
+interactive clients, whose sessions a person drove by hand).
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ class SessionOptions:
     upstream_opener: Callable[[Target], Awaitable[Link]] | None = None
     oauth: ClientConfig | None = None  # a remote server's 401 runs the OAuth flow (None: it fails)
     otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
+    mode: str = "call"  # the recorded mode: "client" for the interactive clients (a person's session)
+    # Each frame as the client sent it ("c2s") or received it ("s2c"): the terminal client's traffic pane.
+    on_traffic: Callable[[str, bytes], None] | None = None
 
 
 class CallSession:
@@ -101,6 +105,8 @@ class CallSession:
     # -- frames -------------------------------------------------------------------------
 
     def _on_frame(self, frame: Any) -> None:
+        if self.options.on_traffic is not None:
+            self.options.on_traffic("s2c", frame.data)
         self.core.on_frame(frame)
 
     async def _send(self, data: bytes) -> None:
@@ -108,6 +114,8 @@ class CallSession:
             await self.link.put(data)
         except LinkClosed as exc:
             raise TransportError(self.core.lost or str(exc)) from exc
+        if self.options.on_traffic is not None:
+            self.options.on_traffic("c2s", data)
         if self.session is not None:
             self.session.start_store()
 
@@ -221,7 +229,7 @@ class CallSession:
 
             _, description = redact_command(self.target.argv, description)  # secrets never reach the database
         plan = SessionPlan(
-            "call",
+            self.options.mode,
             self._transport,
             description,
             name=self.target.name,

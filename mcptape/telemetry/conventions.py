@@ -132,7 +132,7 @@ def role_of(mode: str, direction: str, answered_by: str | None = None) -> str:
     """mcptape's side of an operation travelling ``direction`` (see the module docstring)."""
     if mode == "serve":
         return "server" if direction == "c2s" else "client"
-    if direction == "s2c" and (mode in ("call", "replay") or answered_by == "proxy"):
+    if direction == "s2c" and (mode in ("call", "client", "replay") or answered_by == "proxy"):
         return "server"
     return "client"
 
