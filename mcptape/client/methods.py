@@ -207,14 +207,14 @@ def tool_text(result: Any) -> str:
     return "\n".join(texts) or "the tool reported an error"
 
 
-def validate_output(result: Any, tool: dict[str, Any] | None) -> None:
-    """Check ``structuredContent`` against the tool's ``outputSchema``; ValidationError if it breaks it."""
+def output_problem(result: Any, tool: dict[str, Any] | None) -> str | None:
+    """Why ``result`` fails the tool's ``outputSchema`` (one line), or None when it passes."""
     schema = tool.get("outputSchema") if tool else None
     if not isinstance(schema, dict):
-        raise ValidationError("--output-schema-validate: the tool declares no outputSchema")
+        return "the tool declares no outputSchema"
     structured = result.get("structuredContent") if isinstance(result, dict) else None
     if structured is None:
-        raise ValidationError("--output-schema-validate: the result has no structuredContent")
+        return "the result has no structuredContent"
     import jsonschema
 
     errors = sorted(
@@ -223,7 +223,18 @@ def validate_output(result: Any, tool: dict[str, Any] | None) -> None:
     if errors:
         first = errors[0]
         where = "/".join(str(p) for p in first.path) or "(root)"
-        raise ValidationError(f"structuredContent breaks the output schema at {where}: {first.message}")
+        return f"structuredContent breaks the output schema at {where}: {first.message}"
+    return None
+
+
+def validate_output(result: Any, tool: dict[str, Any] | None) -> None:
+    """Check ``structuredContent`` against the tool's ``outputSchema``; ValidationError if it breaks it."""
+    problem = output_problem(result, tool)
+    if problem is None:
+        return
+    if problem.startswith("structuredContent"):
+        raise ValidationError(problem)
+    raise ValidationError(f"--output-schema-validate: {problem}")
 
 
 async def perform(session: CallSession, call: Call) -> Any:

@@ -59,6 +59,7 @@ __all__ = [
     "auto_result",
     "check_error",
     "check_result",
+    "parse_root",
     "parse_rule",
 ]
 
@@ -139,7 +140,7 @@ class Rules:
         if handle_elicitation is not None:
             rules.append(_flag_rule("--handle-elicitation", ELICITATION, handle_elicitation))
         if roots:
-            listed = {"roots": [_root(spec) for spec in roots]}
+            listed = {"roots": [parse_root(spec) for spec in roots]}
             rules.append(Rule((ROOTS,), _fixed(listed), True))
         return cls(rules)
 
@@ -267,7 +268,7 @@ def _flag_rule(flag: str, method: str, value: str) -> Rule:
     return Rule((method,), _fixed(result), True)
 
 
-def _root(spec: str) -> dict[str, str]:
+def parse_root(spec: str) -> dict[str, str]:
     uri, sep, name = spec.partition("=")
     if not uri:
         raise RuleError(f"--roots: {spec!r} has no URI (expected URI or URI=NAME)")
