@@ -410,8 +410,10 @@ function operation(method, params, out, { onResult } = {}) {
       if (typeof d.total === "number") line.dataset.total = String(d.total);
     },
   };
+  // The answer (this post) and the progress before it (the event stream) travel apart: the
+  // bar keeps taking progress that lands after the answer, unless the operation was cancelled.
   const done = post("run", { conn: S.conn, op, method, params }).then((outcome) => {
-    delete S.ops[op];
+    if (outcome.status === "cancelled") delete S.ops[op];
     cancel.remove();
     if (outcome.status === "cancelled") { text.textContent = `cancelled after ${Math.round(outcome.ms)} ms`; line.dataset.status = "cancelled"; }
     else { if (!line.dataset.progress) line.remove(); else line.dataset.status = "done"; }
