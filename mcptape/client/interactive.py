@@ -164,6 +164,11 @@ class Interactive:
     async def connect(self) -> dict[str, Any]:
         """Start or reach the server and negotiate; the server's info (raises ClientError)."""
         hello = await self.session.open()
+        session = self.session.session
+        if session is not None and session.store is not None:
+            # The row exists once the store is open: the page links to the recording from the start.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(session.store.opened(), 10)
         info = hello.as_dict()
         info["recordedIn"] = self.session.where()
         info["sessionId"] = self.session_id

@@ -120,17 +120,14 @@ async def events(request: web.Request) -> web.StreamResponse:
         headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     )
     await response.prepare(request)
-    stream = page_client.follow(after)
+    stream = page_client.follow(after, HEARTBEAT_S)
     with contextlib.suppress(ConnectionResetError, asyncio.CancelledError):
         await response.write(b"retry: 1000\n\n")
-        while True:
-            try:
-                number, name, data = await asyncio.wait_for(anext(stream), HEARTBEAT_S)
-            except TimeoutError:
+        async for event in stream:
+            if event is None:
                 await response.write(b": still here\n\n")
                 continue
-            except StopAsyncIteration:
-                break
+            number, name, data = event
             await response.write(b"id: %d\nevent: %s\ndata: %s\n\n" % (number, name.encode(), dumps(data)))
     await stream.aclose()
     return response

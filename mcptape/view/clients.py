@@ -124,19 +124,25 @@ class PageClient:
         self.events.append((next(self._numbers), name, data))
         self._changed.set()
 
-    async def follow(self, after: int) -> AsyncGenerator[tuple[int, str, Any], None]:
-        """Every event numbered past ``after``, then each as it comes, until the connection closes."""
+    async def follow(self, after: int, heartbeat: float) -> AsyncGenerator[tuple[int, str, Any] | None, None]:
+        """Every event numbered past ``after``, then each as it comes, until the connection closes;
+        None after ``heartbeat`` seconds of quiet (the stream says it is still there)."""
         self.listeners += 1
         try:
             while True:
+                closed = self.closed  # read first: what was pushed before closing is still sent
                 fresh = [event for event in list(self.events) if event[0] > after]
                 for event in fresh:
                     yield event
                     after = event[0]
-                if self.closed:
+                if closed:
                     return
                 self._changed.clear()
-                await self._changed.wait()
+                try:
+                    # The wait is cancelled on a timeout, never the generator: it goes on.
+                    await asyncio.wait_for(self._changed.wait(), heartbeat)
+                except TimeoutError:
+                    yield None
         finally:
             self.listeners -= 1
             if self.listeners == 0:
