@@ -248,7 +248,7 @@ class ClientCore:
         except asyncio.CancelledError:
             if sent_it and self.lost is None:
                 # The caller gave up (a person's "cancel"): the server may stop working on it.
-                self._spawn(self.notify(CANCELLED, {"requestId": rid, "reason": "cancelled by the client"}))
+                self._spawn(self._tell_cancelled(rid))
             raise
         finally:
             self._pending.pop(key, None)
@@ -269,6 +269,11 @@ class ClientCore:
         with contextlib.suppress(Exception):  # the link may be gone: the timeout is what matters
             await self.notify(CANCELLED, {"requestId": rid, "reason": reason})
         raise RequestTimeout(reason + self.stray_note())
+
+    async def _tell_cancelled(self, rid: int) -> None:
+        # Often sent as the session ends (Ctrl-C): a closed link is no news then.
+        with contextlib.suppress(Exception):
+            await self.notify(CANCELLED, {"requestId": rid, "reason": "cancelled by the client"})
 
     # -- receiving --------------------------------------------------------------------
 
