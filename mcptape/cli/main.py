@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "show": "mcptape.cli.show:show",
     "tail": "mcptape.cli.tail:tail",
     "ui": "mcptape.cli.ui:ui",
+    "tui": "mcptape.cli.tui:tui",
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
     "prune": "mcptape.cli.prune:prune",

@@ -14,7 +14,7 @@ state machine ``call`` uses; recorded as mode ``client``) and adds what a person
   decline when nobody is there to ask. ``roots/list`` is answered from the person's
   editable list;
 - **events** for the front end, through one callback ``emit(name, data)``: ``state``,
-  ``hello``, ``log``, ``progress``, ``notification``, ``list_changed``,
+  ``hello``, ``recording`` (the session's id, once its row exists), ``log``, ``progress``, ``notification``, ``list_changed``,
   ``resource_updated``, ``question``, ``answered``, ``traffic``.
 
 Every event's data is plain JSON. Nothing here knows HTTP or widgets.
@@ -164,16 +164,22 @@ class Interactive:
     async def connect(self) -> dict[str, Any]:
         """Start or reach the server and negotiate; the server's info (raises ClientError)."""
         hello = await self.session.open()
-        session = self.session.session
-        if session is not None and session.store is not None:
-            # The row exists once the store is open: the page links to the recording from the start.
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(session.store.opened(), 10)
+        self._announcing = asyncio.ensure_future(self._announce_recording())
         info = hello.as_dict()
         info["recordedIn"] = self.session.where()
         info["sessionId"] = self.session_id
         self.emit("hello", info)
         return info
+
+    async def _announce_recording(self) -> None:
+        """``recording`` once the session's row exists (the store opens on a thread meanwhile)."""
+        session = self.session.session
+        if session is None or session.store is None:
+            return
+        with contextlib.suppress(Exception):
+            await session.store.opened()
+        if self.session_id is not None:
+            self.emit("recording", {"sessionId": self.session_id, "recordedIn": self.session.where()})
 
     @property
     def session_id(self) -> str | None:
@@ -184,6 +190,9 @@ class Interactive:
 
     async def close(self) -> None:
         """Cancel what runs, decline what waits for the person, stop the server, write the recording."""
+        announcing = getattr(self, "_announcing", None)
+        if announcing is not None:
+            announcing.cancel()
         for op in list(self.ops.values()):
             op.task.cancel()
         for question in list(self.questions.values()):

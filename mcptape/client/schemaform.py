@@ -251,3 +251,28 @@ def template_form(uri_template: Any) -> list[dict[str, Any]]:
             if name and name not in names:
                 names.append(name)
     return [{"name": name, "kind": "string", "required": True} for name in names]
+
+
+def expand_template(uri_template: str, values: dict[str, Any]) -> str:
+    """An RFC 6570 template (the operators resource templates use) with ``values`` put in."""
+    from urllib.parse import quote
+
+    def one(match: re.Match[str]) -> str:
+        op = match.group(1)
+        names = [spec.strip().rstrip("*").split(":")[0] for spec in match.group(2).split(",")]
+        present = [n for n in names if n and values.get(n) not in (None, "")]
+        safe_chars = ":/?#[]@!$&'()*+,;=" if op in ("+", "#") else ""
+
+        def enc(name: str) -> str:
+            return quote(str(values[name]), safe=safe_chars)
+
+        if not present:
+            return ""
+        if op in ("?", "&"):
+            return op + "&".join(f"{n}={enc(n)}" for n in present)
+        if op == ";":
+            return "".join(f";{n}={enc(n)}" for n in present)
+        sep = {"/": "/", ".": "."}.get(op, ",")
+        return ("" if op in ("", "+") else op) + sep.join(enc(n) for n in present)
+
+    return _TEMPLATE_VARIABLE.sub(one, uri_template)

@@ -180,6 +180,11 @@ function follow() {
   on("notice", (d) => S.ui.notices.append(el("div", {}, d.text)));
   on("notification", (d) => S.ui.notices.append(el("div", {}, `${d.method} ${JSON.stringify(d.params).slice(0, 200)}`)));
   on("hello", (d) => { S.hello = d; });
+  on("recording", (d) => {
+    S.hello.sessionId = d.sessionId;
+    const slot = $("[data-testid=session-slot]");
+    if (slot) fill(slot, el("a", { href: `/#/s/${d.sessionId}`, "data-testid": "session-link" }, `session ${d.sessionId.slice(0, 12)}`));
+  });
   on("closed", () => { source.close(); $("#live").classList.remove("on"); });
 }
 
@@ -203,7 +208,7 @@ function render() {
   const hello = S.hello;
   const info = hello.serverInfo || {};
   const caps = hello.capabilities || {};
-  const link = hello.sessionId ? el("a", { href: `/#/s/${hello.sessionId}`, "data-testid": "session-link" }, `session ${hello.sessionId.slice(0, 12)}`) : "this session";
+  const link = el("span", { "data-testid": "session-slot" }, hello.sessionId ? el("a", { href: `/#/s/${hello.sessionId}`, "data-testid": "session-link" }, `session ${hello.sessionId.slice(0, 12)}`) : "this session");
   $("#recording").textContent = hello.recordedIn ? `recording into ${hello.recordedIn}` : "";
   const tabs = el("div", { class: "tabs", "data-testid": "tabs" });
   const pane = el("div", { "data-testid": "pane" });
