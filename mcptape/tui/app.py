@@ -11,6 +11,7 @@ what the keys do. Everything it does is recorded (mode ``client``) as ``call`` r
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Coroutine
 from typing import Any, ClassVar, Final
 
 from rich.text import Text
@@ -84,7 +85,7 @@ class ClientApp(App[None]):
     TabbedContent { height: 1fr; }
     #server-info { height: auto; margin-bottom: 1; }
     #server-scroll { padding: 0 1; }
-    #server-scroll Select { width: 30; }
+    #server-scroll Select { width: 18; }
     #server-scroll TextArea { height: 4; }
     #server-scroll Horizontal { height: auto; }
     #log-level { width: 24; }
@@ -112,6 +113,7 @@ class ClientApp(App[None]):
         self.waiting: dict[str, dict[str, Any]] = {}  # questions not answered yet
         self.answers: list[dict[str, Any]] = []
         self.closing = False
+        self.reloads: dict[str, Any] = {}  # kind -> the timer of its coming reload
         self.recording: str | None = None  # the session's id in the database, once it has a row
 
     # -- layout ------------------------------------------------------------------------------
@@ -132,20 +134,19 @@ class ClientApp(App[None]):
             with TabPane("Traffic", id="tab-traffic"):
                 yield RichLog(id="traffic", wrap=False, max_lines=1000)
             with TabPane("Server", id="tab-server"), VerticalScroll(id="server-scroll"):
-                yield Static(Text("…"), id="server-info")
                 yield Label(
-                    Text("Who answers the server's requests: rules first, then you (F7 here; ctrl+o reopens)")
+                    Text("Who answers the server's requests: rules first, then you (ctrl+o reopens one)")
                 )
                 with Horizontal():
                     yield Label("sampling ")
                     yield Select(SAMPLING_CHOICES, value="", allow_blank=False, id="rule-sampling")
-                with Horizontal():
-                    yield Label("elicitation ")
+                    yield Label(" elicitation ")
                     yield Select(ELICITATION_CHOICES, value="", allow_blank=False, id="rule-elicitation")
                 yield Label("roots (one URI or URI=NAME a line)")
                 yield TextArea("\n".join(r["uri"] for r in self.interactive.roots), id="roots")
                 yield Button("Apply", id="apply")
                 yield Static("", id="answered")
+                yield Static(Text("…"), id="server-info")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -167,7 +168,7 @@ class ClientApp(App[None]):
                              safe(info.get("instructions") or ""))  # fmt: skip
         self.query_one("#server-info", Static).update(text)
         for kind in KINDS:
-            self.run_worker(self._load(kind))
+            self.run_worker(self._loader(kind))
 
     def _status(self, text: str, style: str = "") -> None:
         self.query_one("#status", Static).update(Text(safe(text), style=style))
@@ -176,6 +177,13 @@ class ClientApp(App[None]):
 
     def _pane(self, kind: str) -> ItemPane:
         return self.query_one(f"#pane-{kind}", ItemPane)
+
+    def _loader(self, kind: str, more: bool = False) -> Callable[[], Coroutine[None, None, None]]:
+        # Called when the worker starts: a worker cancelled first leaves no coroutine behind.
+        async def load() -> None:
+            await self._load(kind, more)
+
+        return load
 
     async def _load(self, kind: str, more: bool = False) -> None:
         from mcptape.client.errors import ClientError
@@ -187,7 +195,7 @@ class ClientApp(App[None]):
             await self._detail(kind, Static(Text(safe(str(exc)), style="red")))
             return
         if not more:
-            pane.items, pane.forms = [], []
+            pane.items, pane.forms, pane.chosen = [], [], None  # a reloaded list: choose again
             await pane.query_one(ListView).clear()
         pane.items += page["items"]
         pane.forms += page["forms"]
@@ -239,7 +247,7 @@ class ClientApp(App[None]):
     def action_more(self) -> None:
         kind = self._active()
         if kind in KINDS and self._pane(kind).cursor:
-            self.run_worker(self._load(kind, more=True))
+            self.run_worker(self._loader(kind, more=True))
 
     async def action_raw(self) -> None:
         kind = self._active()
@@ -317,12 +325,7 @@ class ClientApp(App[None]):
         elif name == "traffic":
             self.query_one("#traffic", RichLog).write(render.traffic_line(data))
         elif name == "list_changed" and data["kind"] in KINDS:
-            self.set_timer(
-                0.15,
-                lambda: self.run_worker(
-                    self._load(data["kind"]), group=f"load-{data['kind']}", exclusive=True
-                ),
-            )
+            self._reload_soon(data["kind"])
         elif name == "question":
             self.waiting[data["id"]] = data
             self._ask(data)
@@ -337,6 +340,13 @@ class ClientApp(App[None]):
             self.notify(safe(f"recording as session {data['sessionId'][:12]}"), timeout=3)
         elif name in ("notice", "notification", "resource_updated"):
             self.notify(safe(str(data.get("text") or data)), timeout=4)
+
+    def _reload_soon(self, kind: str) -> None:
+        """Reload a list once a burst of list_changed is over (a server may send one per tool it adds)."""
+        timer = self.reloads.pop(kind, None)
+        if timer is not None:
+            timer.stop()
+        self.reloads[kind] = self.set_timer(0.15, lambda: self.run_worker(self._loader(kind)))
 
     def _progress(self, data: dict[str, Any]) -> None:
         for bar in self.query(ProgressBar):

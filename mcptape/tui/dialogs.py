@@ -13,7 +13,7 @@ import orjson
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static, TextArea
 
@@ -47,9 +47,10 @@ class QuestionScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     QuestionScreen { align: center middle; }
-    QuestionScreen > VerticalScroll { width: 76; max-height: 22; border: thick $warning; background: $surface; padding: 0 1; }
+    QuestionScreen > Vertical { width: 76; max-height: 22; height: auto; border: thick $warning; background: $surface; }
+    QuestionScreen VerticalScroll { height: auto; max-height: 15; padding: 0 1; }
     QuestionScreen TextArea { height: 7; }
-    QuestionScreen Horizontal { height: auto; }
+    QuestionScreen Horizontal { height: auto; padding: 0 1; }
     QuestionScreen Button { margin-right: 1; min-width: 10; }
     QuestionScreen #problem { color: $error; }
     """
@@ -62,42 +63,48 @@ class QuestionScreen(ModalScreen[None]):
         self.params = question["params"] if isinstance(question.get("params"), dict) else {}
 
     def compose(self) -> ComposeResult:
-        q, params = self.question, self.params
-        with VerticalScroll():
-            title = Text(f"The server asks: {q['method']}", style="bold")
-            if q.get("tool"):
-                title.append(f" (during {safe(q['tool'])})", style="dim")
-            yield Label(title)
-            if q["method"] == "elicitation/create":
-                yield Static(Text(safe(str(params.get("message") or ""))))
-                if q.get("mode") == "url":
-                    yield Static(Text(f"Open: {safe(str(params.get('url')))}", style="underline"), id="url")
-                else:
-                    yield ArgumentsForm(q.get("form") or [])
-                buttons = [
-                    ("accept", "Accept", "primary"),
-                    ("decline", "Decline", "default"),
-                    ("cancel", "Cancel", "default"),
-                ]
-            elif q["method"] == "sampling/createMessage":
-                yield Static(_said(params))
-                yield Label(
-                    Text(
-                        f"maxTokens {params.get('maxTokens')}. Your answer, as the model (JSON):", style="dim"
-                    )
-                )
-                yield TextArea(
-                    orjson.dumps(q.get("suggested"), option=orjson.OPT_INDENT_2).decode(), id="answer"
-                )
-                buttons = [("send", "Send", "primary"), ("reject", "Reject", "error")]
-            else:
-                yield Static(Text(safe(orjson.dumps(params).decode())))
-                yield TextArea("{}", id="answer")
-                buttons = [("send", "Send", "primary"), ("refuse", "Refuse", "error")]
-            yield Static("", id="problem")
+        with Vertical():
+            with VerticalScroll():
+                yield from self._content()
+                yield Static("", id="problem")
+            # The buttons stay in view below the form, however long it is.
             with Horizontal():
-                for ident, label, variant in buttons:
+                for ident, label, variant in self._buttons():
                     yield Button(label, id=ident, variant=variant)  # type: ignore[arg-type]
+
+    def _content(self) -> ComposeResult:
+        q, params = self.question, self.params
+        title = Text(f"The server asks: {q['method']}", style="bold")
+        if q.get("tool"):
+            title.append(f" (during {safe(q['tool'])})", style="dim")
+        yield Label(title)
+        if q["method"] == "elicitation/create":
+            yield Static(Text(safe(str(params.get("message") or ""))))
+            if q.get("mode") == "url":
+                yield Static(Text(f"Open: {safe(str(params.get('url')))}", style="underline"), id="url")
+            else:
+                yield ArgumentsForm(q.get("form") or [])
+        elif q["method"] == "sampling/createMessage":
+            yield Static(_said(params))
+            yield Label(
+                Text(f"maxTokens {params.get('maxTokens')}. Your answer, as the model (JSON):", style="dim")
+            )
+            yield TextArea(orjson.dumps(q.get("suggested"), option=orjson.OPT_INDENT_2).decode(), id="answer")
+        else:
+            yield Static(Text(safe(orjson.dumps(params).decode())))
+            yield TextArea("{}", id="answer")
+
+    def _buttons(self) -> list[tuple[str, str, str]]:
+        method = self.question["method"]
+        if method == "elicitation/create":
+            return [
+                ("accept", "Accept", "primary"),
+                ("decline", "Decline", "default"),
+                ("cancel", "Cancel", "default"),
+            ]
+        if method == "sampling/createMessage":
+            return [("send", "Send", "primary"), ("reject", "Reject", "error")]
+        return [("send", "Send", "primary"), ("refuse", "Refuse", "error")]
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         try:

@@ -46,7 +46,7 @@ class FieldEditor(Vertical):
     DEFAULT_CSS = """
     FieldEditor { height: auto; }
     FieldEditor > Input { width: 100%; height: 1; border: none; padding: 0 1; background: $boost; }
-    FieldEditor > Input:focus { background: $primary 30%; }
+    FieldEditor > Input:focus { border: none; background: $primary 40%; }
     FieldEditor > Select { width: 100%; }
     FieldEditor > TextArea { height: 4; }
     FieldEditor > SelectionList { height: auto; max-height: 6; }

@@ -61,17 +61,28 @@ def text_of(app: Any, selector: str) -> str:
 
 
 async def choose(app: Any, pilot: Any, kind: str, name: str) -> None:
-    """Open pane ``kind`` and highlight item ``name`` in its list, as ↑/↓ would."""
+    """Open pane ``kind`` and highlight item ``name`` in its list, as ↑/↓ would (the list may reload)."""
     app.action_pane(kind)
     await pilot.pause()
-    listing = app.query_one(f"#list-{kind}")
-    names = [item["name"] if "name" in item else item.get("uri") for item in app._pane(kind).items]
-    listing.focus()
-    listing.index = names.index(name)
-    await until(
-        pilot,
-        lambda: app._pane(kind).chosen == names.index(name) and app.query(f"#detail-{kind} ArgumentsForm"),
-    )
+    pane = app._pane(kind)
+
+    def names() -> list[Any]:
+        return [item.get("name") or item.get("uri") for item in pane.items]
+
+    def shown() -> bool:
+        if name not in names():
+            return False
+        index = names().index(name)
+        listing = app.query_one(f"#list-{kind}")
+        if listing.index != index:
+            listing.focus()
+            listing.index = index
+            return False
+        forms = app.query(f"#detail-{kind} ArgumentsForm")
+        return bool(forms) and forms.first().fields is pane.forms[index] and forms.first().is_mounted
+
+    await until(pilot, shown)
+    await pilot.pause()
 
 
 async def type_into(pilot: Any, selector: str, text: str) -> None:
