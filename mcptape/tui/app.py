@@ -33,6 +33,7 @@ from textual.widgets import (
     TabPane,
     TextArea,
 )
+from textual.worker import Worker
 
 from mcptape.client.interactive import Interactive, InteractiveError
 from mcptape.client.schemaform import FormError, expand_template
@@ -168,7 +169,7 @@ class ClientApp(App[None]):
                              safe(info.get("instructions") or ""))  # fmt: skip
         self.query_one("#server-info", Static).update(text)
         for kind in KINDS:
-            self.run_worker(self._loader(kind))
+            self._work(self._loader(kind))
 
     def _status(self, text: str, style: str = "") -> None:
         self.query_one("#status", Static).update(Text(safe(text), style=style))
@@ -177,6 +178,9 @@ class ClientApp(App[None]):
 
     def _pane(self, kind: str) -> ItemPane:
         return self.query_one(f"#pane-{kind}", ItemPane)
+
+    def _work(self, work: Callable[[], Coroutine[None, None, None]]) -> Worker[None]:
+        return self.run_worker(work)
 
     def _loader(self, kind: str, more: bool = False) -> Callable[[], Coroutine[None, None, None]]:
         # Called when the worker starts: a worker cancelled first leaves no coroutine behind.
@@ -247,7 +251,7 @@ class ClientApp(App[None]):
     def action_more(self) -> None:
         kind = self._active()
         if kind in KINDS and self._pane(kind).cursor:
-            self.run_worker(self._loader(kind, more=True))
+            self._work(self._loader(kind, more=True))
 
     async def action_raw(self) -> None:
         kind = self._active()
@@ -346,7 +350,7 @@ class ClientApp(App[None]):
         timer = self.reloads.pop(kind, None)
         if timer is not None:
             timer.stop()
-        self.reloads[kind] = self.set_timer(0.15, lambda: self.run_worker(self._loader(kind)))
+        self.reloads[kind] = self.set_timer(0.15, lambda: self._work(self._loader(kind)))
 
     def _progress(self, data: dict[str, Any]) -> None:
         for bar in self.query(ProgressBar):
