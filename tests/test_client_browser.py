@@ -202,3 +202,29 @@ def test_the_recorded_session_shows_each_exchange_in_the_viewer(page: Any, viewe
     assert methods.count("sampling/createMessage") == 2 and methods.count("elicitation/create") == 1
     assert "notifications/progress" in methods and "notifications/cancelled" in methods
     assert answers and set(answers) <= {"client"}  # the in-process client answered, in the person's place
+
+
+def test_a_recorded_request_is_edited_resent_and_compared(page: Any, viewer: ViewerProcess) -> None:
+    db = sqlite3.connect(viewer.db)  # type: ignore[attr-defined]
+    try:
+        session_id, seq = db.execute(
+            "select session_id, seq from frames where kind = 'request' and method = 'tools/call' "
+            "and text like '%get-sum%' order by seq limit 1"
+        ).fetchone()
+    finally:
+        db.close()
+    page.goto(f"{viewer.base}/#/s/{session_id}/f/{seq}")
+    page.wait_for_selector("[data-testid=frame-detail]")
+    page.click("[data-testid=resend]")
+    page.wait_for_selector("[data-testid=resend-send]", timeout=WAIT)
+    resend = page.locator("[data-testid=resend]")
+    assert "get-sum" in resend.inner_text()
+    assert page.input_value("[data-testid=resend] [data-field=a]") == "2"  # the recorded arguments
+    page.click("[data-testid=resend-send]")
+    expect(page.locator("[data-testid=compare-status]")).to_have_text("match", timeout=WAIT)
+    page.fill("[data-testid=resend] [data-field=b]", "4")
+    page.click("[data-testid=resend-send]")
+    expect(page.locator("[data-testid=compare-status]")).to_have_text("differs", timeout=WAIT)
+    differences = page.inner_text("[data-testid=differences]")
+    assert "/result/content/0/text" in differences and "The sum of 2 and 4 is 6." in differences
+    screenshot(page, "client-resend")

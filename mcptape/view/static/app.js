@@ -137,7 +137,7 @@ async function route() {
 
 function sessionsPage() {
   const search = el("input", { type: "search", placeholder: "search name, id, client, server, upstream…", size: 40, "data-testid": "search" });
-  const mode = el("select", { "data-testid": "mode" }, ["", "record", "proxy", "call", "replay", "serve"].map((m) => el("option", { value: m }, m || "any mode")));
+  const mode = el("select", { "data-testid": "mode" }, ["", "record", "proxy", "call", "client", "replay", "serve"].map((m) => el("option", { value: m }, m || "any mode")));
   const status = el("select", { "data-testid": "status" }, ["", "running", "closed", "ok", "error", "interrupted", "lost"].map((s) => el("option", { value: s }, s || "any status")));
   const table = el("div", { class: "panel" }, el("p", { class: "muted" }, "Loading…"));
   fill(main, el("h1", {}, "Sessions"), el("div", { class: "toolbar" }, search, mode, status), table);
@@ -645,7 +645,8 @@ function frameDetail(frame, ref) {
       el("span", {}, `from ${frame.origin}`), el("span", {}, `+${(frame.t / 1000).toFixed(3)} s`),
       el("span", {}, bytes(frame.size)), pairLink,
       el("a", { href: `/api/sessions/${encodeURIComponent(ref)}/frames/${frame.seq}/bytes`, download: "" }, "download bytes")),
-    frame.call ? [el("h2", {}, "as a command"), el("pre", { "data-testid": "call-command" }, frame.call), callButton] : null,
+    frame.call ? [el("h2", {}, "as a command"), el("pre", { "data-testid": "call-command" }, frame.call), callButton,
+      " ", el("a", { href: `/client?${new URLSearchParams({ session: ref, seq: frame.seq })}`, "data-testid": "resend" }, "edit and resend in the client")] : null,
     parsed !== null ? [el("h2", {}, "message"), el("div", { class: "tree", "data-testid": "json-tree" }, tree(parsed))] : null,
     el("h2", {}, frame.is_text ? "exact text" : "exact bytes (not UTF-8: hex)"),
     frame.is_text ? el("pre", { "data-testid": "exact-bytes" }, frame.text, frame.text_cut ? "\n… (cut: download the bytes for the whole frame)" : "")
