@@ -175,6 +175,41 @@ def test_a_running_request_is_cancelled(page: Any) -> None:
     expect(_last_result(page)).to_have_attribute("data-status", "cancelled", timeout=WAIT)
 
 
+def test_results_are_shown_by_content_type(page: Any) -> None:
+    _tool(page, "get-tiny-image")
+    page.click("[data-testid=call]")
+    image = _last_result(page).locator("[data-testid=image]")
+    expect(image).to_be_visible(timeout=WAIT)
+    assert image.evaluate("img => img.naturalWidth") > 0  # a real PNG, decoded by the browser
+    _tool(page, "get-resource-links")
+    page.fill("[data-field=count]", "2")
+    page.click("[data-testid=call]")
+    expect(_last_result(page).locator("[data-testid=resource-link]")).to_have_count(2, timeout=WAIT)
+    _tool(page, "get-resource-reference")
+    page.click("[data-testid=call]")
+    expect(_last_result(page).locator("[data-testid=embedded]")).to_have_count(1, timeout=WAIT)
+    _tool(page, "get-structured-content")
+    page.select_option("[data-field=location]", label="Chicago")
+    page.click("[data-testid=call]")
+    check = _last_result(page).locator("[data-testid=output-check]")
+    expect(check).to_contain_text("structuredContent matches outputSchema", timeout=WAIT)
+    expect(_last_result(page).locator("[data-testid=structured]")).to_contain_text("temperature")
+    screenshot(page, "client-structured")
+
+
+def test_a_subscription_shows_updates_live(page: Any) -> None:
+    page.click("[data-tab=resources]")
+    first = page.locator("[data-testid=resources-list] .item").first
+    expect(first).to_be_visible(timeout=WAIT)
+    first.click()
+    page.click("[data-testid=subscribe]")
+    expect(page.locator("[data-testid=subscribe]")).to_have_text("Unsubscribe", timeout=WAIT)
+    _tool(page, "toggle-subscriber-updates")
+    page.click("[data-testid=call]")
+    expect(page.locator("[data-testid=resource-updated]").first).to_be_visible(timeout=WAIT)
+    page.click("[data-testid=call]")  # the updates off again
+
+
 def test_the_recorded_session_shows_each_exchange_in_the_viewer(page: Any, viewer: ViewerProcess) -> None:
     page.click("[data-tab=traffic]")
     assert "tools/call" in page.inner_text("[data-testid=traffic]")
