@@ -10,8 +10,8 @@ import pytest
 from mcptape.store import open_store
 from mcptape.view import data, sqlpage
 from mcptape.view.compare import compare_sessions
+from tests.helpers.postgres import Postgres, private_server
 from tests.helpers.viewer_data import build_sample
-from tests.postgres import Postgres, private_server
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from mcptape.store import open_store
 from mcptape.store.schema import frames
 from mcptape.view.reader import FeedReader
-from tests.postgres import Postgres, private_server
+from tests.helpers.postgres import Postgres, private_server
 
 pytestmark = pytest.mark.slow
 
