@@ -14,7 +14,7 @@ import pytest
 
 from mcptape.store import open_store
 from mcptape.wire.frame import Frame
-from tests.conftest import MCPTAPE
+from tests.helpers.paths import MCPTAPE
 
 pytestmark = pytest.mark.slow
 

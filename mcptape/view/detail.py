@@ -12,11 +12,12 @@ from sqlalchemy import select
 from mcptape.store.queries import connect
 from mcptape.store.schema import frames
 from mcptape.view.data import NotFound, session_row
+from mcptape.wire.protocol import HELLO_METHODS
 
 TEXT_MAX: Final = 1 << 20  # shown in the page; the whole frame is a download
 HEX_MAX: Final = 64 << 10
 # Requests `call` makes by itself, or that make no sense alone.
-_NOT_CALLABLE: Final = frozenset({"initialize", "server/discover"})
+_NOT_CALLABLE: Final = HELLO_METHODS
 
 
 def hex_dump(data: bytes) -> str:
