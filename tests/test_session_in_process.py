@@ -10,62 +10,17 @@ through a real `mcptape record` process are in test_record.py and test_parity.py
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mcptape.assemble import OwnStore, SessionPlan, assemble
-from mcptape.proxy.addonmanager import Outcome
-from mcptape.proxy.links.memory import MemoryLink, MemoryPeer
+from mcptape.proxy.links.memory import MemoryPeer
 from tests.helpers.db import query
-from tests.helpers.inprocess import SdkServerLink, demo_server
+from tests.helpers.memory_client import answer, handshake, record_in_process
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-
-INIT = (
-    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
-    b'"capabilities":{},"clientInfo":{"name":"memory-client","version":"1"}}}'
-)
-INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
-
-Scenario = Callable[[MemoryPeer], Awaitable[Any]]
-
-
-def record(db: Path, scenario: Scenario, *, name: str = "mem") -> tuple[Outcome, Any]:
-    """Run ``scenario`` as the client of a recorded session to the demo server; the outcome and its result."""
-
-    async def main() -> tuple[Outcome, Any]:
-        client = MemoryLink("c2s", "client")
-        plan = SessionPlan("record", "stdio->stdio", "in-process demo", name=name, store=OwnStore(str(db)))
-        session = assemble(plan, client, SdkServerLink(demo_server()))
-        running = asyncio.ensure_future(session.run())
-        await asyncio.sleep(0)
-        result = await scenario(client.peer)
-        client.peer.close()
-        outcome = await asyncio.wait_for(running, 20)
-        assert await session.finish_store()
-        return outcome, result
-
-    return asyncio.run(main())
-
-
-async def answer(peer: MemoryPeer, request: bytes) -> dict[str, Any]:
-    """Send ``request`` and return the answer to it (notifications on the way are skipped)."""
-    await peer.send(request)
-    while True:
-        message = json.loads(await peer.next(10))
-        if "id" in message and "method" not in message:
-            return dict(message)
-
-
-async def handshake(peer: MemoryPeer) -> dict[str, Any]:
-    hello = await answer(peer, INIT)
-    await peer.send(INITIALIZED)
-    return hello
 
 
 def test_a_session_is_relayed_and_recorded_whole_and_the_views_correlate_it(db_path: Path) -> None:
@@ -79,7 +34,7 @@ def test_a_session_is_relayed_and_recorded_whole_and_the_views_correlate_it(db_p
         )
         return answers
 
-    outcome, (hello, tools, added, failed) = record(db_path, scenario)
+    outcome, (hello, tools, added, failed) = record_in_process(db_path, scenario)
     assert outcome.status == "closed" and outcome.ended_by == "client"
     assert hello["result"]["serverInfo"]["name"] == "mcptape-demo"
     assert "add" in {t["name"] for t in tools["result"]["tools"]}
@@ -106,7 +61,7 @@ def test_a_request_reaches_the_server_and_is_recorded_byte_for_byte(db_path: Pat
         await handshake(peer)
         return await answer(peer, spelling)
 
-    _, reply = record(db_path, scenario)
+    _, reply = record_in_process(db_path, scenario)
     assert reply["id"] == json.loads(spelling)["id"] and reply["result"] == {}
     [(text, raw)] = query(db_path, "select text, raw from frames where method = 'ping' and direction = 'c2s'")
     assert (raw if raw is not None else text.encode()) == spelling
@@ -120,7 +75,7 @@ def test_a_line_that_is_no_json_is_forwarded_recorded_as_malformed_and_the_sessi
         await peer.send(b"{not json")
         return await answer(peer, b'{"jsonrpc":"2.0","id":9,"method":"ping"}')
 
-    _, reply = record(db_path, scenario)
+    _, reply = record_in_process(db_path, scenario)
     assert reply == {"jsonrpc": "2.0", "id": 9, "result": {}}
     assert ("malformed", "{not json") in query(
         db_path, "select kind, text from frames where direction = 'c2s'"
@@ -145,7 +100,7 @@ def test_progress_and_log_notifications_reach_the_client_and_are_recorded_in_ord
             if message.get("id") == 5:
                 return seen
 
-    _, seen = record(db_path, scenario)
+    _, seen = record_in_process(db_path, scenario)
     methods = [m.get("method", "answer") for m in seen]
     assert methods.count("notifications/progress") == 2 and methods[-1] == "answer"
     recorded = [
@@ -161,7 +116,7 @@ def test_a_request_left_unanswered_when_the_client_leaves_is_recorded_as_such(db
         await handshake(peer)
         await peer.send(b'{"jsonrpc":"2.0","id":"gone","method":"tools/call","params":{"name":"nope-never"}}')
 
-    outcome, _ = record(db_path, scenario)
+    outcome, _ = record_in_process(db_path, scenario)
     assert outcome.ended_by == "client"
     rows = query(db_path, "select rpc_id from exchanges where method = 'tools/call'")
     assert rows == [('"gone"',)]
