@@ -42,6 +42,10 @@ NOT_RUN = {
         "serves until stopped (tests/test_gateway*.py run the gateway)"
     ),
     "curl -s http://127.0.0.1:8808/health": "needs the gateway above running (tests/test_gateway_security.py)",
+    "mcptape tail": "follows until Ctrl-C (tests/test_tail_cli.py runs it and stops it)",
+    "mcptape tail --name 'files*' --method 'tools/*' --slow 500 --errors": "follows until Ctrl-C (tests/test_tail_cli.py)",
+    "mcptape tail --json | jq 'select(.status != \"ok\")'": "follows until Ctrl-C (tests/test_tail_cli.py)",
+    "mcptape ui": "serves until Ctrl-C (tests/test_view_browser.py clicks through it)",
     ".venv/bin/pip install -e '.[postgres]' && .venv/bin/python deploy/fleet.py up --config servers.json": (
         "starts PostgreSQL, three replicas and HAProxy on fixed ports (tests/test_fleet_haproxy.py runs it)"
     ),

@@ -24,6 +24,8 @@ COMMANDS: dict[str, str] = {
     "call": "mcptape.cli.call:call",
     "sessions": "mcptape.cli.sessions:sessions",
     "show": "mcptape.cli.show:show",
+    "tail": "mcptape.cli.tail:tail",
+    "ui": "mcptape.cli.ui:ui",
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
     "prune": "mcptape.cli.prune:prune",
