@@ -46,6 +46,13 @@ NOT_RUN = {
     "mcptape tail --name 'files*' --method 'tools/*' --slow 500 --errors": "follows until Ctrl-C (tests/test_tail_cli.py)",
     "mcptape tail --json | jq 'select(.status != \"ok\")'": "follows until Ctrl-C (tests/test_tail_cli.py)",
     "mcptape ui": "serves until Ctrl-C (tests/test_view_browser.py clicks through it)",
+    "mcptape ui --config claude_desktop_config.json --handle-sampling auto": (
+        "serves until Ctrl-C (tests/test_client_browser.py drives its client page in Chromium)"
+    ),
+    "mcptape tui --upstream demo": "a full-screen terminal app (tests/test_client_tui*.py drive it headless)",
+    "mcptape tui -- npx -y @modelcontextprotocol/server-everything": (
+        "a full-screen terminal app (tests/test_client_tui_everything.py drives it on server-everything)"
+    ),
     ".venv/bin/pip install -e '.[postgres]' && .venv/bin/python deploy/fleet.py up --config servers.json": (
         "starts PostgreSQL, three replicas and HAProxy on fixed ports (tests/test_fleet_haproxy.py runs it)"
     ),

@@ -10,6 +10,7 @@ what the keys do. Everything it does is recorded (mode ``client``) as ``call`` r
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable, Coroutine
 from typing import Any, ClassVar, Final
@@ -114,7 +115,8 @@ class ClientApp(App[None]):
         self.waiting: dict[str, dict[str, Any]] = {}  # questions not answered yet
         self.answers: list[dict[str, Any]] = []
         self.closing = False
-        self.reloads: dict[str, Any] = {}  # kind -> the timer of its coming reload
+        self.reloads: dict[str, Any] = {}
+        self.loading: dict[str, asyncio.Lock] = {}  # kind -> the timer of its coming reload
         self.recording: str | None = None  # the session's id in the database, once it has a row
 
     # -- layout ------------------------------------------------------------------------------
@@ -190,6 +192,11 @@ class ClientApp(App[None]):
         return load
 
     async def _load(self, kind: str, more: bool = False) -> None:
+        # One load of a list at a time: a reload while another runs would interleave their items.
+        async with self.loading.setdefault(kind, asyncio.Lock()):
+            await self._load_page(kind, more)
+
+    async def _load_page(self, kind: str, more: bool) -> None:
         from mcptape.client.errors import ClientError
 
         pane = self._pane(kind)

@@ -93,7 +93,8 @@ def outcome(result: dict[str, Any]) -> Text:
     status = result.get("status")
     styles = {"ok": "green", "tool-error": "bold red", "error": "bold red", "cancelled": "yellow"}
     shown = "tool error (isError)" if status == "tool-error" else str(status)
-    text = Text(f"{shown} ", style=styles.get(str(status), ""))
+    text = Text()
+    text.append(f"{shown} ", style=styles.get(str(status), ""))
     text.append(f"{safe(str(result.get('method')))} · {float(result.get('ms') or 0):.1f} ms\n", style="dim")
     if status == "cancelled":
         return text
