@@ -208,6 +208,28 @@ def test_a_subscription_shows_updates_live(page: Any) -> None:
     page.click("[data-testid=call]")
     expect(page.locator("[data-testid=resource-updated]").first).to_be_visible(timeout=WAIT)
     page.click("[data-testid=call]")  # the updates off again
+    page.click("[data-tab=logs]")
+    expect(page.locator("[data-testid=logs]")).to_contain_text(
+        "Received Subscribe Resource request", timeout=WAIT
+    )
+    page.select_option("[data-testid=log-level]", "debug")
+    expect(page.locator("[data-testid=pane] [data-testid=result]").last).to_have_attribute(
+        "data-status", "ok", timeout=WAIT
+    )
+
+
+def test_a_url_elicitation_is_a_link_to_open(page: Any) -> None:
+    _tool(page, "trigger-url-elicitation")
+    page.fill("[data-field=url]", "https://auth.example/consent?state=1")
+    page.click("[data-testid=call]")
+    question = page.locator("[data-testid=question][data-method='elicitation/create']")
+    expect(question).to_be_visible(timeout=WAIT)
+    link = question.locator("[data-testid=elicitation-url]")
+    assert link.get_attribute("href") == "https://auth.example/consent?state=1"
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    question.locator("[data-testid=decline]").click()
+    expect(question).to_have_count(0, timeout=WAIT)
+    expect(_last_result(page)).to_contain_text("decline", timeout=WAIT)
 
 
 def test_the_recorded_session_shows_each_exchange_in_the_viewer(page: Any, viewer: ViewerProcess) -> None:
@@ -234,7 +256,8 @@ def test_the_recorded_session_shows_each_exchange_in_the_viewer(page: Any, viewe
     finally:
         db.close()
     assert (mode, name) == ("client", "everything")
-    assert methods.count("sampling/createMessage") == 2 and methods.count("elicitation/create") == 1
+    # Sampling by hand and by rule; elicitation in a form and as a URL.
+    assert methods.count("sampling/createMessage") == 2 and methods.count("elicitation/create") == 2
     assert "notifications/progress" in methods and "notifications/cancelled" in methods
     assert answers and set(answers) <= {"client"}  # the in-process client answered, in the person's place
 

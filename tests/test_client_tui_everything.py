@@ -43,7 +43,9 @@ async def test_a_person_drives_server_everything_from_the_terminal(db_path: Path
         await pilot.press("ctrl+r")
         await until(pilot, lambda: "The sum of 2 and 3 is 5." in outcome(app, "tools"))
         names = [tool["name"] for tool in app._pane("tools").items]
-        assert len(names) == len(set(names)) and "trigger-sampling-request" in names  # reloads never interleave
+        assert (
+            len(names) == len(set(names)) and "trigger-sampling-request" in names
+        )  # reloads never interleave
         save(app, "tui-everything-get-sum")
 
         await choose(app, pilot, "tools", "trigger-elicitation-request")
