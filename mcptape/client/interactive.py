@@ -7,15 +7,14 @@ state machine ``call`` uses; recorded as mode ``client``) and adds what a person
 - **operations** named by the front end (``op``): each runs in a task of its own, so a
   person can cancel it (the core then sends ``notifications/cancelled``), and its
   progress notifications carry the operation's name as their token;
-- **questions**: a server request no rule answers (sampling, elicitation; in 2026-07-28
-  an ``input_required`` round's input requests) waits for the person's answer. The
-  handler is :func:`mcptape.client.handlers.asking_handler`: the same rules as ``call``
-  first (from the command line, or set in the page), then the person, then ``call``'s
-  decline when nobody is there to ask. ``roots/list`` is answered from the person's
-  editable list;
+- **the person** (:class:`~mcptape.client.asking.Person`, ``interactive.person``): a
+  server request no rule answers (sampling, elicitation; in 2026-07-28 an
+  ``input_required`` round's input requests) waits for the person's answer; the rules
+  they set; the roots they keep;
 - **events** for the front end, through one callback ``emit(name, data)``: ``state``,
-  ``hello``, ``recording`` (the session's id, once its row exists), ``log``, ``progress``, ``notification``, ``list_changed``,
-  ``resource_updated``, ``question``, ``answered``, ``traffic``.
+  ``hello``, ``recording`` (the session's id, once its row exists), ``log``,
+  ``progress``, ``notification``, ``list_changed``, ``resource_updated``, ``question``,
+  ``answered``, ``notice``, ``traffic``.
 
 Every event's data is plain JSON. Nothing here knows HTTP or widgets.
 """
@@ -24,25 +23,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from mcptape.client.core import Reply, Timeouts, error_of
+from mcptape.client.asking import Emit, InteractiveError, Person, parse_roots
+from mcptape.client.core import Timeouts, error_of
 from mcptape.client.errors import CapabilityError, ClientError, ToolError, ValidationError
-from mcptape.client.handlers import asking_handler
 from mcptape.client.methods import Call, missing_capability, output_problem, perform
 from mcptape.client.session import CallSession, SessionOptions, Target
-from mcptape.wire.protocol import ELICITATION, ROOTS_LIST, SAMPLING
 
 if TYPE_CHECKING:
     from mcptape.client.negotiate import ServerHello
     from mcptape.proxy.link import Link
     from mcptape.rules.rules import Rules
 
-Emit = Callable[[str, dict[str, Any]], None]
+__all__ = ["Interactive", "InteractiveError"]
 # A person may take minutes to answer a sampling request; they cancel what they give up on.
 PERSON_TIMEOUTS: Final = Timeouts(connect=30.0, request=600.0, request_max=3600.0)
 # What a person can answer, so declared: servers (server-everything) offer tools by it.
@@ -67,36 +64,6 @@ CHANGED: Final = {
 # The handshake belongs to the session; a page may not run it again.
 REFUSED_METHODS: Final = frozenset({"initialize", "server/discover", "notifications/initialized"})
 TRAFFIC_TEXT_MAX: Final = 4000
-
-
-class InteractiveError(ValueError):
-    """A person's request the session cannot run as given (one line, shown as it is)."""
-
-
-@dataclass
-class Question:
-    """A server request waiting for the person."""
-
-    id: str
-    method: str
-    params: Any
-    tool: str | None
-    future: asyncio.Future[Reply]
-    asked: float = field(default_factory=time.time)
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "method": self.method, "params": self.params, "tool": self.tool}
-        params = self.params if isinstance(self.params, dict) else {}
-        if self.method == ELICITATION:
-            from mcptape.client.schemaform import form_of
-
-            out["mode"] = "url" if params.get("mode") == "url" else "form"
-            out["form"] = form_of(params.get("requestedSchema"))
-        elif self.method == SAMPLING:
-            from mcptape.rules.rules import auto_result
-
-            out["suggested"] = auto_result(SAMPLING, params)
-        return out
 
 
 @dataclass
@@ -126,25 +93,20 @@ class Interactive:
     ) -> None:
         self.target = target
         self.emit = emit
-        self.base_rules = rules  # from the command line
-        self.page_rules: Rules | None = None  # set by the person
-        self.ask = True  # False: what no rule answers is declined at once
-        self.roots: list[dict[str, str]] = list(roots or [])
-        self.questions: dict[str, Question] = {}
+        # Through self.emit as it is then: a front end may take the events over later.
+        self.person = Person(lambda name, data: self.emit(name, data), rules, roots)
         self.ops: dict[str, Operation] = {}
         self.tools: dict[str, dict[str, Any]] = {}
-        self._question_ids = itertools.count(1)
-        handler = asking_handler(self.rules, self._ask, self._warn)
         options = SessionOptions(
             db=db,
             record=record,
             timeouts=timeouts,
             protocol_version=protocol_version,
-            handler=self._observed(handler),
+            handler=self.person.handler(),
             capabilities=CAPABILITIES,
             on_state=lambda state, detail: self.emit("state", {"state": state, "detail": detail}),
             on_message=self._on_message,
-            say=self._warn,
+            say=lambda text: self.emit("notice", {"text": text}),
             mode="client",
             on_traffic=self._traffic if traffic else None,
             upstream_opener=upstream_opener,
@@ -195,132 +157,17 @@ class Interactive:
             announcing.cancel()
         for op in list(self.ops.values()):
             op.task.cancel()
-        for question in list(self.questions.values()):
-            if not question.future.done():
-                question.future.set_result(_declined_on_close(question.method))
+        self.person.gone()
         with contextlib.suppress(Exception):
             await asyncio.gather(*(op.task for op in list(self.ops.values())), return_exceptions=True)
         await self.session.close()
 
-    # -- rules, roots, questions ------------------------------------------------------------
-
-    def rules(self) -> Rules | None:
-        """The rules in force: the person's first, then the command line's."""
-        from mcptape.rules.rules import Rules
-
-        page = self.page_rules.rules if self.page_rules else []
-        base = self.base_rules.rules if self.base_rules else []
-        return Rules(page + base) if page or base else None
-
-    def set_rules(self, sampling: str | None, elicitation: str | None, rules: Any = None) -> None:
-        """Canned answers chosen by the person: as ``--handle-sampling``/``--handle-elicitation``
-        take them (``auto``, ``reject``, ``decline``, ``cancel``, a JSON template; empty: ask),
-        and rules in the ``--inject`` file's format. InteractiveError when one is unusable."""
-        from mcptape.rules.rules import RuleError, Rules, parse_rule
-
-        try:
-            built = Rules.from_options(
-                handle_sampling=sampling or None, handle_elicitation=elicitation or None
-            )
-            if rules:
-                if not isinstance(rules, list):
-                    raise RuleError("rules: expected a list of rules")
-                built.rules[:0] = [parse_rule(item, f"rule {i}") for i, item in enumerate(rules, 1)]
-        except RuleError as exc:
-            raise InteractiveError(str(exc)) from None
-        self.page_rules = built
-
     async def set_roots(self, roots: Any) -> list[dict[str, str]]:
-        """The person's roots (``[{"uri", "name"?}]`` or ``"URI[=NAME]"`` strings); the server is told."""
-        from mcptape.rules.rules import RuleError, parse_root
-
-        if not isinstance(roots, list):
-            raise InteractiveError("roots: expected a list")
-        out: list[dict[str, str]] = []
-        try:
-            for item in roots:
-                if isinstance(item, str):
-                    out.append(parse_root(item))
-                elif isinstance(item, dict) and isinstance(item.get("uri"), str):
-                    name = item.get("name")
-                    spec = item["uri"] + (f"={name}" if isinstance(name, str) and name else "")
-                    out.append(parse_root(spec))
-                else:
-                    raise RuleError(f"roots: {item!r} is not a root")
-        except RuleError as exc:
-            raise InteractiveError(str(exc)) from None
-        self.roots = out
+        """The person's roots (see :func:`mcptape.client.asking.parse_roots`); the server is told."""
+        self.person.roots = parse_roots(roots)
         if self.state == "connected":
             await self.session.core.notify("notifications/roots/list_changed")
-        return out
-
-    def _ask(self, method: str, params: Any, tool: str | None) -> Awaitable[Reply] | None:
-        if method == ROOTS_LIST:
-            return _ready(Reply(result={"roots": list(self.roots)}, by="person"))
-        if not self.ask:
-            return None
-        question = Question(
-            f"q{next(self._question_ids)}", method, params, tool, asyncio.get_running_loop().create_future()
-        )
-        self.questions[question.id] = question
-        self.emit("question", question.as_dict())
-        return self._wait(question)
-
-    async def _wait(self, question: Question) -> Reply:
-        try:
-            return await question.future
-        finally:
-            self.questions.pop(question.id, None)
-
-    def answer(self, question_id: str, body: Any) -> None:
-        """The person's answer: ``{"result": …}`` or ``{"error": {"code", "message"}}``, checked as a
-        rule's template is. InteractiveError when there is no such question or the answer is invalid."""
-        from mcptape.rules.rules import RuleError, check_error, check_result
-
-        question = self.questions.get(question_id)
-        if question is None or question.future.done():
-            raise InteractiveError(
-                f"no question {question_id!r} waits for an answer (answered, or the server gave up)"
-            )
-        if not isinstance(body, dict) or ("result" in body) == ("error" in body):
-            raise InteractiveError('an answer is {"result": …} or {"error": {"code": …, "message": …}}')
-        try:
-            if "error" in body:
-                reply = Reply(error=check_error(body["error"], "the answer"), by="person")
-            else:
-                check_result(question.method, body["result"], "the answer")
-                reply = Reply(result=body["result"], by="person")
-        except RuleError as exc:
-            raise InteractiveError(str(exc)) from None
-        question.future.set_result(reply)
-
-    def _observed(self, handler: Any) -> Any:
-        """``handler`` that also tells the front end who answered what."""
-
-        def handle(method: str, params: Any, tool: str | None) -> Reply | Awaitable[Reply]:
-            reply = handler(method, params, tool)
-            if isinstance(reply, Reply):
-                self._answered(method, reply)
-                return reply
-
-            async def later() -> Reply:
-                done = await reply
-                self._answered(method, done)
-                return done
-
-            return later()
-
-        return handle
-
-    def _answered(self, method: str, reply: Reply) -> None:
-        data: dict[str, Any] = {"method": method, "by": reply.by}
-        data["error" if reply.error is not None else "result"] = (
-            reply.error if reply.error is not None else reply.result
-        )
-        self.emit("answered", data)
-
-    def _warn(self, text: str) -> None:
-        self.emit("notice", {"text": text})
+        return self.person.roots
 
     # -- what the server says ---------------------------------------------------------------
 
@@ -497,17 +344,3 @@ def _forms(kind: str, items: list[Any]) -> list[list[dict[str, Any]]]:
         else:
             out.append([])
     return out
-
-
-def _ready(reply: Reply) -> Awaitable[Reply]:
-    future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
-    future.set_result(reply)
-    return future
-
-
-def _declined_on_close(method: str) -> Reply:
-    from mcptape.client.handlers import decline
-
-    reply = decline(method)
-    reply.by = "closed"
-    return reply

@@ -146,7 +146,7 @@ class ClientApp(App[None]):
                     yield Label(" elicitation ")
                     yield Select(ELICITATION_CHOICES, value="", allow_blank=False, id="rule-elicitation")
                 yield Label("roots (one URI or URI=NAME a line)")
-                yield TextArea("\n".join(r["uri"] for r in self.interactive.roots), id="roots")
+                yield TextArea("\n".join(r["uri"] for r in self.interactive.person.roots), id="roots")
                 yield Button("Apply", id="apply")
                 yield Static("", id="answered")
                 yield Static(Text("…"), id="server-info")
@@ -371,7 +371,7 @@ class ClientApp(App[None]):
     def _ask(self, question: dict[str, Any]) -> None:
         def send(body: dict[str, Any]) -> str | None:
             try:
-                self.interactive.answer(question["id"], body)
+                self.interactive.person.answer(question["id"], body)
             except InteractiveError as exc:
                 return str(exc)
             self.waiting.pop(question["id"], None)
@@ -382,7 +382,7 @@ class ClientApp(App[None]):
     def action_questions(self) -> None:
         """Reopen what still waits for an answer."""
         for question in list(self.waiting.values()):
-            if question["id"] in self.interactive.questions:
+            if question["id"] in self.interactive.person.questions:
                 self._ask(question)
             else:
                 self.waiting.pop(question["id"], None)
@@ -399,7 +399,7 @@ class ClientApp(App[None]):
         sampling = self.query_one("#rule-sampling", Select).value
         elicitation = self.query_one("#rule-elicitation", Select).value
         try:
-            self.interactive.set_rules(str(sampling or ""), str(elicitation or ""))
+            self.interactive.person.set_rules(str(sampling or ""), str(elicitation or ""))
             roots = [
                 line.strip() for line in self.query_one("#roots", TextArea).text.splitlines() if line.strip()
             ]

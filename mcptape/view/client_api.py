@@ -179,7 +179,7 @@ async def answer(request: web.Request) -> web.Response:
     page_client, body = await _page(request)
     reply = {k: v for k, v in body.items() if k in ("result", "error")}
     try:
-        page_client.interactive.answer(str(body.get("question")), reply)
+        page_client.interactive.person.answer(str(body.get("question")), reply)
     except InteractiveError as exc:
         return error(400, str(exc))
     return json({"ok": True})
@@ -192,12 +192,12 @@ async def rules(request: web.Request) -> web.Response:
     page_client, body = await _page(request)
     interactive = page_client.interactive
     try:
-        interactive.set_rules(body.get("sampling"), body.get("elicitation"), body.get("rules"))
+        interactive.person.set_rules(body.get("sampling"), body.get("elicitation"), body.get("rules"))
     except InteractiveError as exc:
         return error(400, str(exc))
     if "ask" in body:
-        interactive.ask = body["ask"] is not False
-    return json({"ok": True, "ask": interactive.ask})
+        interactive.person.ask = body["ask"] is not False
+    return json({"ok": True, "ask": interactive.person.ask})
 
 
 @routes.post(PREFIX + "roots")

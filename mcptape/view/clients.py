@@ -206,12 +206,14 @@ class ClientHub:
         from mcptape.client.interactive import InteractiveError
 
         try:
-            page.interactive.set_rules(body.get("sampling"), body.get("elicitation"), body.get("rules"))
+            page.interactive.person.set_rules(
+                body.get("sampling"), body.get("elicitation"), body.get("rules")
+            )
             if body.get("roots") is not None:
                 await page.interactive.set_roots(body["roots"])
         except InteractiveError as exc:
             raise Refused(400, str(exc)) from None
-        page.interactive.ask = body.get("ask") is not False
+        page.interactive.person.ask = body.get("ask") is not False
         self.connections[page.id] = page
         self._start_reaper()
         try:
