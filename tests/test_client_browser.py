@@ -230,6 +230,14 @@ def test_a_url_elicitation_is_a_link_to_open(page: Any) -> None:
     question.locator("[data-testid=decline]").click()
     expect(question).to_have_count(0, timeout=WAIT)
     expect(_last_result(page)).to_contain_text("decline", timeout=WAIT)
+    # A server handing the page a script as the address gets text, not a link.
+    page.fill("[data-field=url]", "javascript:document.title='owned'")
+    page.click("[data-testid=call]")
+    expect(question.locator("[data-testid=elicitation-url-refused]")).to_be_visible(timeout=WAIT)
+    assert question.locator("a").count() == 0
+    question.locator("[data-testid=cancel-question]").click()
+    expect(_last_result(page)).to_contain_text("cancel", timeout=WAIT)
+    assert page.title() != "owned"
 
 
 def test_the_recorded_session_shows_each_exchange_in_the_viewer(page: Any, viewer: ViewerProcess) -> None:
@@ -256,8 +264,8 @@ def test_the_recorded_session_shows_each_exchange_in_the_viewer(page: Any, viewe
     finally:
         db.close()
     assert (mode, name) == ("client", "everything")
-    # Sampling by hand and by rule; elicitation in a form and as a URL.
-    assert methods.count("sampling/createMessage") == 2 and methods.count("elicitation/create") == 2
+    # Sampling by hand and by rule; elicitation in a form and as a URL (twice).
+    assert methods.count("sampling/createMessage") == 2 and methods.count("elicitation/create") == 3
     assert "notifications/progress" in methods and "notifications/cancelled" in methods
     assert answers and set(answers) <= {"client"}  # the in-process client answered, in the person's place
 

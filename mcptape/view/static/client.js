@@ -591,7 +591,10 @@ function showQuestion(q) {
   let body;
   if (q.method === "elicitation/create" && q.mode === "url") {
     body = el("div", {}, el("p", {}, params.message || ""),
-      el("p", {}, "The server asks you to open: ", el("a", { href: params.url, target: "_blank", rel: "noopener noreferrer", "data-testid": "elicitation-url" }, params.url)),
+      // Only a web address is a link: a server must not hand the page a javascript: or data: one.
+      el("p", {}, "The server asks you to open: ", /^https?:\/\//i.test(String(params.url))
+        ? el("a", { href: params.url, target: "_blank", rel: "noopener noreferrer", "data-testid": "elicitation-url" }, params.url)
+        : el("code", { "data-testid": "elicitation-url-refused" }, `${params.url} (not an http(s) address: not a link)`)),
       el("div", { class: "buttons" },
         el("button", { class: "primary", "data-testid": "accept", onclick: () => send({ result: { action: "accept" } }) }, "Accept (opened)"),
         el("button", { "data-testid": "decline", onclick: () => send({ result: { action: "decline" } }) }, "Decline"),
