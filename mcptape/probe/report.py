@@ -33,21 +33,17 @@ def ok(report: ProbeReport, diffs: list[Difference] | None) -> bool:
     return report.count(FAIL) == 0
 
 
-def summary(
-    report: ProbeReport, diffs: list[Difference] | None = None, direct: ProbeReport | None = None
-) -> str:
-    """One line: the counts, or what the proxy breaks."""
+def summary(report: ProbeReport, diffs: list[Difference] | None = None) -> str:
+    """One line: the counts, or what the proxy breaks (the targets are said on stderr and in JSON)."""
     total = len(report.results)
     if diffs is None:
-        counts = ", ".join(f"{report.count(s)} {s}" for s in STATUSES)
-        return f"{counts} of {total} scenarios: {report.target}"
+        return ", ".join(f"{report.count(s)} {s}" for s in STATUSES) + f" of {total} scenarios"
     broken = [d.proxy.scenario.id for d in diffs if d.breaks]
-    versus = f"{report.target} against {direct.target if direct else 'the direct server'}"
     if not diffs:
-        return f"no difference in {total} scenarios: {versus}"
+        return f"no difference in {total} scenarios"
     if not broken:
-        return f"{len(diffs)} of {total} scenarios differ, none broken by the proxy: {versus}"
-    return f"the proxy breaks {len(broken)} of {total} scenarios ({', '.join(broken)}): {versus}"
+        return f"{len(diffs)} of {total} scenarios differ; the proxy breaks none"
+    return f"the proxy breaks {len(broken)} of {total} scenarios: {', '.join(broken)}"
 
 
 # -- table --------------------------------------------------------------------------------
@@ -74,7 +70,7 @@ def write_table(
             TABLE_WIDTH,
             keep=("scenario", "proxy", "direct"),
         )
-    out.write(textwrap.fill(one_line(summary(report, diffs, direct)), TABLE_WIDTH) + "\n")
+    out.write(textwrap.fill(one_line(summary(report, diffs)), TABLE_WIDTH) + "\n")
 
 
 # -- JSON ---------------------------------------------------------------------------------
