@@ -30,7 +30,7 @@ def handshake(version: str) -> Check:
         via = "discover" if hello.via == p.DISCOVER else "initialize"
         if missing_capability(p.TOOLS_LIST, hello.capabilities) is None:
             tools = await probe.tools()
-            return f"{via} -> {version}; {len(tools)} tools"
+            return f"{via} -> {version}; {len(tools)} tool{'s' * (len(tools) != 1)}"
         await probe.request(p.PING)
         return f"{via} -> {version}; ping answered"
 
@@ -69,7 +69,7 @@ async def tools_list(probe: Probe) -> str:
 
 async def tool_call(probe: Probe) -> str:
     """get-sum(2, 3) is 5."""
-    await probe.tool("get-sum")
+    await probe.tool("get-sum", takes=("a", "b"))
     result = await probe.call_tool("get-sum", {"a": 2, "b": 3})
     if "5" not in text_of(result):
         raise Failed(f"get-sum(2, 3) answered {short(text_of(result), 50)!r}")
@@ -182,7 +182,7 @@ async def resources_list_changed(probe: Probe) -> str:
     if not (probe.hello.capabilities.get("resources") or {}).get("listChanged"):
         raise NotOffered("no resources.listChanged capability")
     tool = "gzip-file-as-resource"
-    await probe.tool(tool)
+    await probe.tool(tool, takes=("name", "data"))
     mark = len(probe.seen)
     name = "mcptape-probe.txt.gz"
     await probe.call_tool(tool, {"name": name, "data": "data:text/plain;base64,bWNwdGFwZSBwcm9iZQ=="})

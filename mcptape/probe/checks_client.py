@@ -34,7 +34,7 @@ def _how(probe: Probe) -> str:
 
 async def sampling(probe: Probe) -> str:
     tool = "trigger-sampling-request"
-    await probe.tool(tool, "listed to clients that declare sampling")
+    await probe.tool(tool, "listed to clients that declare sampling", takes=("prompt",))
     result = await _asking(probe, tool, {"prompt": "mcptape probe", "maxTokens": 16}, p.SAMPLING, None)
     if SAMPLED not in text_of(result):
         raise Failed(f"the client's answer did not reach the server: {short(text_of(result), 50)!r}")
@@ -54,7 +54,7 @@ async def elicitation_form(probe: Probe) -> str:
 async def elicitation_url(probe: Probe) -> str:
     probe.need_revision("2025-11-25")
     tool = "trigger-url-elicitation"
-    await probe.tool(tool, "listed to clients that declare elicitation.url")
+    await probe.tool(tool, "listed to clients that declare elicitation.url", takes=("url",))
     result = await _asking(probe, tool, {"url": URL}, p.ELICITATION, "url")
     if URL not in text_of(result):
         raise Failed(f"the acceptance did not reach the server: {short(text_of(result), 50)!r}")

@@ -31,7 +31,7 @@ async def progress(probe: Probe) -> str:
     show a proxy that loses the last notification in a race with the result, which one
     call shows only now and then.
     """
-    await probe.tool(LONG_RUNNING)
+    await probe.tool(LONG_RUNNING, takes=("duration", "steps"))
     mark = len(probe.seen)
     tokens: list[list[int]] = [[] for _ in range(PROGRESS_CALLS)]
     counts: list[int] = []
@@ -67,7 +67,7 @@ async def cancellation(probe: Probe) -> str:
     It is cancelled after its first progress notification, or after a second without one
     (whether progress comes through is the progress scenario's question).
     """
-    await probe.tool(LONG_RUNNING)
+    await probe.tool(LONG_RUNNING, takes=("duration", "steps"))
     duration = 3
     ids: list[int] = []
     mark = len(probe.seen)
@@ -143,7 +143,7 @@ def large(size: int) -> Any:
     """echo a ``size``-byte message: the request and the result each carry it whole."""
 
     async def check(probe: Probe) -> str:
-        await probe.tool("echo")
+        await probe.tool("echo", takes=("message",))
         # Not one repeated byte: a proxy that compresses or dedups must still carry it whole.
         unit = "mcptape probe 0123456789 abcdefghijklmnopqrstuvwxyz\n"
         message = (unit * (size // len(unit) + 1))[:size]
@@ -161,7 +161,7 @@ def _size(size: int) -> str:
 
 
 async def unicode(probe: Probe) -> str:
-    await probe.tool("echo")
+    await probe.tool("echo", takes=("message",))
     result = await probe.call_tool("echo", {"message": UNICODE_SAMPLE})
     if UNICODE_SAMPLE not in text_of(result):
         raise Failed(f"echo changed the text: {short(text_of(result), 60)!r}")
@@ -193,7 +193,7 @@ async def tasks(probe: Probe) -> str:
     if not isinstance(tools_caps, dict) or not isinstance(tools_caps.get("call"), dict):
         raise NotOffered("no tasks.requests.tools.call capability")
     tool = "simulate-research-query"
-    await probe.tool(tool)
+    await probe.tool(tool, takes=("topic",))
     created = await probe.request(
         p.TOOLS_CALL, {"name": tool, "arguments": {"topic": "mcptape probe"}, "task": {"ttl": 60000}}
     )

@@ -39,7 +39,7 @@ async def resumption(probe: Probe) -> str:
         raise NotOffered("streamable HTTP only")
     if p.is_modern(probe.revision):
         raise NotOffered(f"{probe.revision} has no Last-Event-ID")
-    await probe.tool(LONG_RUNNING)
+    await probe.tool(LONG_RUNNING, takes=("duration", "steps"))
     steps = 4
     ids: list[int] = []
     mark, seen = len(probe.arrivals), len(probe.seen)

@@ -123,10 +123,19 @@ class Probe:
             self._tools = [t for t in listed["tools"] if isinstance(t, dict)]
         return self._tools
 
-    async def tool(self, name: str, why: str = "") -> dict[str, Any]:
-        """The tool called ``name``, or NotOffered (``why``: when a server lists it)."""
+    async def tool(self, name: str, why: str = "", takes: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The tool called ``name``, or NotOffered (``why``: when a server lists it).
+
+        ``takes``: the arguments the scenario passes (server-everything's); a tool of that
+        name whose input schema has other properties is another tool, so not offered either.
+        """
         for tool in await self.tools():
             if tool.get("name") == name:
+                schema = tool.get("inputSchema")
+                properties = schema.get("properties") if isinstance(schema, dict) else None
+                missing = [a for a in takes if not isinstance(properties, dict) or a not in properties]
+                if missing:
+                    raise NotOffered(f"its {name} takes no {missing[0]!r}")
                 return tool
         raise NotOffered(f"no {name} tool" + (f" ({why})" if why else ""))
 
