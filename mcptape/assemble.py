@@ -19,6 +19,10 @@ The addon chain, built by :func:`default_addons` in this order (mitmproxy's
    decides in ``frame`` (answers a server's sampling, elicitation or roots request in
    the client's place) and starts its retries of ``input_required`` results in
    ``frame_done``, after the recorder has recorded the result they answer.
+3. **the OTLP exporter** (:mod:`mcptape.proxy.addons.otlp`), with ``--otlp URL`` only:
+   a ``frame_done`` observer that queues each frame for OpenTelemetry export (O(1); the
+   spans are made on its sink's thread). Last, so that it sees what every decider did;
+   its drop count is written through the recorder as an ``otlp_dropped`` event.
 
 How a frame goes out on its destination link (an HTTP upstream's method and headers, a
 client-facing HTTP stream and event id) is not an addon: the relay asks the link
@@ -112,6 +116,7 @@ class SessionPlan:
     grace: float = 2.0
     answer_wait: float = 0.0  # see Relay: the server may answer after the client's end
     row: dict[str, Any] = field(default_factory=dict)  # more columns of the session row
+    otlp: str | None = None  # an OTLP/HTTP receiver's URL: export spans and metrics there
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -127,6 +132,10 @@ def default_addons(plan: SessionPlan, recorder: Recorder | None) -> list[object]
         from mcptape.proxy.addons.injector import Injector
 
         addons.append(Injector(plan.rules, declare=plan.declare_capabilities))
+    if plan.otlp:
+        from mcptape.proxy.addons.otlp import OtlpExporter
+
+        addons.append(OtlpExporter(plan.otlp, recorder))
     return addons
 
 
@@ -237,6 +246,10 @@ def assemble(
         injector = _injector(addons)
         if injector is not None:
             injector.use_relay(relay)  # its retries are requests of the relay's own
+    elif client is None and server is None:
+        # Without a relay to start it (the pass-through records what its caller hands the
+        # addons), the session starts now.
+        addons.call_soon("session_start", context)
     if start_store:
         session.start_store()
     return session

@@ -58,7 +58,7 @@ class Gateway:
         self.manager = SessionManager(config, self.upstreams)
         self.streamable = StreamableSessions(self.manager)
         self.legacy = LegacySseSessions(self.manager)
-        self.passthrough = PassThrough(self.store, config.redact_names)
+        self.passthrough = PassThrough(self.store, config.redact_names, otlp=config.otlp)
         self.hosts: frozenset[str] = frozenset()
 
     @property

@@ -69,6 +69,7 @@ class GatewayConfig:
     # Each session may be a process: a client that opens sessions and never ends them
     # must meet a clear refusal before the machine runs out of memory or descriptors.
     max_sessions: int = 100
+    otlp: str | None = None  # an OTLP/HTTP receiver: every session's spans and metrics go there
 
 
 class Upstreams(Protocol):
@@ -248,6 +249,7 @@ class RegistryUpstreams:
             rules=self.config.rules,
             declare_capabilities=self.config.declare_capabilities,
             grace=self.config.grace,
+            otlp=self.config.otlp,
         )
 
     def open(self, name: str, downstream: str, forward_auth: str | None) -> tuple[Link, SessionPlan]:

@@ -106,8 +106,9 @@ def rewrite_resource(body: bytes, gateway_url: str) -> bytes | None:
 class PassThrough:
     """Forwards streamable HTTP requests to HTTP upstreams, recording the frames that cross."""
 
-    def __init__(self, store: StoreSource, redact_names: tuple[str, ...]) -> None:
+    def __init__(self, store: StoreSource, redact_names: tuple[str, ...], *, otlp: str | None = None) -> None:
         self.store = store
+        self.otlp = otlp
         self.redact_names = redact_names
         self.sessions: dict[str, PassSession] = {}
         self._http: UpstreamClient | None = None
@@ -120,7 +121,9 @@ class PassThrough:
     def _session(self, key: str, name: str, spec: UpstreamSpec) -> PassSession:
         session = self.sessions.get(key)
         if session is None:
-            plan = SessionPlan("proxy", "http->http", spec.describe(), name=name, store=self.store)
+            plan = SessionPlan(
+                "proxy", "http->http", spec.describe(), name=name, store=self.store, otlp=self.otlp
+            )
             session = self.sessions[key] = PassSession(assemble(plan), time.monotonic())
         session.last_active = time.monotonic()
         return session

@@ -12,7 +12,6 @@ the recorded copy; the bytes forwarded are never touched.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.addons.recording import SessionRow
 from mcptape.redact import JsonPath, redact_json_paths, scrub
+from mcptape.terminal import say
 from mcptape.wire.frame import Frame
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ class GatewayStore:
             self.writer = self.store.writer()
         except Exception as exc:
             self.error = f"cannot open the recording database: {exc}"
-            print(f"mcptape: error: {self.error}; sessions are served but not recorded", file=sys.stderr)
+            say(f"error: {self.error}; sessions are served but not recorded")
         finally:
             self._opened.set()
 
