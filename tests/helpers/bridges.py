@@ -20,8 +20,8 @@ import venv
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-NPM_DIR = ROOT / "tests" / "npm"
+from tests.helpers.paths import NPM_DIR, ROOT
+
 EVERYTHING = NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 NPM_MCP_PROXY = NPM_DIR / "node_modules" / ".bin" / "mcp-proxy"
 PYPI_MCP_PROXY = "mcp-proxy==0.13.0"
