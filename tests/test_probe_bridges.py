@@ -271,3 +271,13 @@ def test_cli_unreachable_target_is_one_line_and_status_2(tmp_path: Path) -> None
     assert proc.stdout == ""
     errors = [line for line in proc.stderr.splitlines() if "error" in line]
     assert len(errors) == 1 and errors[0].startswith("mcptape: error: cannot probe"), proc.stderr
+
+
+def test_cli_probes_a_legacy_sse_endpoint(setup: dict[str, Any], tmp_path: Path) -> None:
+    """The gateway's legacy SSE endpoint: `auto` falls back to SSE on its 405 (a JSON-RPC body)."""
+    url = setup["urls"]["gateway"].removesuffix("/mcp") + "/sse"
+    proc = _cli(url, "--only", "ping", "--only", "sampling", "--only", "delete", "--json", tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    verdicts = {s["id"]: (s["status"], s["detail"]) for s in json.loads(proc.stdout)["scenarios"]}
+    assert verdicts["ping"][0] == verdicts["sampling"][0] == PASS
+    assert verdicts["delete"] == (NOT_OFFERED, "streamable HTTP only")

@@ -198,7 +198,9 @@ class HttpClientLink(LoopLink):
         status = response.status
         if first and self.probe and 400 <= status < 500 and status not in (401, 403):
             body = await response.content.read(MAX_ERROR_BODY)
-            if not speaks_json_rpc(body):
+            # 405: no POST here at all, whatever the body says (mcptape's own legacy SSE
+            # endpoint words its 405 as a JSON-RPC error).
+            if status == 405 or not speaks_json_rpc(body):
                 response.release()
                 raise Fallback(status, [frame])
             # A JSON-RPC error (a 2025 server asked `server/discover`): a streamable HTTP
