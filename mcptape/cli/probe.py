@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from mcptape.cli.common import Seconds, UserError, db_option
+
+if TYPE_CHECKING:  # the client core loads only when a probe runs
+    from mcptape.client.session import Target
+    from mcptape.probe.runner import ProbeReport, ProbeSettings
+    from mcptape.probe.scenarios import Scenario
 
 FORMAT_HELP = {
     "table": "A table of verdicts, 80 columns wide (the default).",
@@ -188,7 +194,9 @@ def probe(target: tuple[str, ...], **opts: Any) -> None:
     sys.exit(0 if ok(report, diffs) else 1)
 
 
-async def _run(main: Any, direct: Any, scenarios: Any, settings: Any) -> tuple[Any, Any]:
+async def _run(
+    main: Target, direct: Target | None, scenarios: Sequence[Scenario], settings: ProbeSettings
+) -> tuple[ProbeReport, ProbeReport | None]:
     import asyncio
 
     from mcptape.probe.runner import run_probe
@@ -203,7 +211,7 @@ async def _run(main: Any, direct: Any, scenarios: Any, settings: Any) -> tuple[A
     return proxied, behind
 
 
-def _list(scenarios: Any) -> None:
+def _list(scenarios: Sequence[Scenario]) -> None:
     from mcptape.cli.output import terminal_width, write_table
 
     rows = [(s.id, s.uses or "", s.title) for s in scenarios]
@@ -218,7 +226,7 @@ def _version(value: str) -> str:
     return value
 
 
-def _targets(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Any, Any]:
+def _targets(target: tuple[str, ...], opts: dict[str, Any]) -> tuple[Target, Target | None]:
     """The target (and the --direct one) as ``call`` would reach them."""
     from mcptape.client.errors import ValidationError
     from mcptape.client.targets import target_from

@@ -110,30 +110,33 @@ async def run_scenario(
     probe.opener = opener
     started = time.monotonic()
     unreachable: ClientError | None = None
-    try:
-        async with asyncio.timeout(settings.timeout):
-            if not scenario.opens:
-                await probe.open()
-            detail = await scenario.check(probe)
-        status = PASS
-    except NotOffered as exc:
-        status, detail = NOT_OFFERED, str(exc)
-    except Failed as exc:
-        status, detail = FAIL, str(exc)
-    except TimeoutError:
-        status, detail = FAIL, f"did not end within {settings.timeout:g} s"
-    except ConnectError as exc:
-        status, detail, unreachable = FAIL, failure_of(exc), exc
-    except ClientError as exc:
-        status, detail = FAIL, failure_of(exc)
-    except Exception as exc:  # a bug of the probe's must not end the run: it is this verdict
-        status, detail = FAIL, f"the probe itself failed: {type(exc).__name__}: {short(str(exc))}"
-    seconds = time.monotonic() - started
     where = None
-    for session in sessions:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(session.close(), CLOSE_WAIT)
-        where = session.where() or where
+    try:
+        try:
+            async with asyncio.timeout(settings.timeout):
+                if not scenario.opens:
+                    await probe.open()
+                detail = await scenario.check(probe)
+            status = PASS
+        except NotOffered as exc:
+            status, detail = NOT_OFFERED, str(exc)
+        except Failed as exc:
+            status, detail = FAIL, str(exc)
+        except TimeoutError:
+            status, detail = FAIL, f"did not end within {settings.timeout:g} s"
+        except ConnectError as exc:
+            status, detail, unreachable = FAIL, failure_of(exc), exc
+        except ClientError as exc:
+            status, detail = FAIL, failure_of(exc)
+        except Exception as exc:  # a bug of the probe's must not end the run: it is this verdict
+            status, detail = FAIL, f"the probe itself failed: {type(exc).__name__}: {short(str(exc))}"
+        seconds = time.monotonic() - started
+    finally:
+        # Also when the run is interrupted (Ctrl-C): servers are shut down, sessions written.
+        for session in sessions:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(session.close(), CLOSE_WAIT)
+            where = session.where() or where
     revision = sessions[-1].hello.protocol_version if sessions and sessions[-1].hello else None
     store = sessions[-1].session.store if sessions and sessions[-1].session else None
     result = Result(scenario, status, detail, seconds, revision, store.session_id if store else None)
