@@ -1,5 +1,5 @@
-"""`mcptape probe` against a 2026-07-28 server (the Python SDK on stdio): server/discover, and a
-tool that needs input answered input_required and retried with inputResponses."""
+"""`mcptape probe` against Python SDK servers on stdio: a 2026-07-28 server (server/discover, and a
+tool that needs input answered input_required and retried with inputResponses), and paged lists."""
 
 from __future__ import annotations
 
@@ -55,3 +55,27 @@ def test_probe_finds_discover_and_the_multi_round_trip_of_a_modern_server(tmp_pa
     detail = {s["id"]: s["detail"] for s in report["scenarios"]}
     assert detail["input-required"] == "trigger-elicitation-request: input_required, 1 retry"
     assert report["ok"] is True
+
+
+def test_probe_follows_tools_list_page_by_page(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcptape",
+            "probe",
+            "--no-record",
+            "--only",
+            "tools-list",
+            "--json",
+            "--",
+            sys.executable,
+            str(ROOT / "tests" / "servers" / "paged.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (scenario,) = json.loads(proc.stdout)["scenarios"]
+    assert (scenario["status"], scenario["detail"]) == ("pass", "5 tools in 3 pages")  # two per page
