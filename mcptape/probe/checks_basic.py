@@ -27,7 +27,7 @@ def handshake(version: str) -> Check:
             raise
         if hello.protocol_version != version:
             raise NotOffered(f"answers {hello.protocol_version}")
-        via = "discover" if hello.via == p.DISCOVER else "initialize"
+        via = "discover" if hello.via == p.DISCOVER else p.INITIALIZE
         if missing_capability(p.TOOLS_LIST, hello.capabilities) is None:
             tools = await probe.tools()
             return f"{via} -> {version}; {len(tools)} tool{'s' * (len(tools) != 1)}"
