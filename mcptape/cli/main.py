@@ -25,6 +25,8 @@ COMMANDS: dict[str, str] = {
     "probe": "mcptape.cli.probe:probe",
     "sessions": "mcptape.cli.sessions:sessions",
     "show": "mcptape.cli.show:show",
+    "tail": "mcptape.cli.tail:tail",
+    "ui": "mcptape.cli.ui:ui",
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
     "prune": "mcptape.cli.prune:prune",
