@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any, Final, NamedTuple
 
+import orjson
+
 # Comments count as whitespace (VS Code's mcp.json is JSON with comments); a text a
 # strict JSON parser accepted has none outside strings, so this costs frames nothing.
 COMMENT: Final = r"//[^\n]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/"
@@ -37,6 +39,7 @@ _TAIL_ID: Final = re.compile(
 )
 TAIL_CHARS: Final = 4096
 _COMPACT: Final = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")|[ \t\n\r]+', re.S)
+_COMPACT_BYTES: Final = re.compile(rb'("[^"\\]*(?:\\.[^"\\]*)*")|[ \t\n\r]+', re.S)
 
 
 def _ws(text: str, i: int) -> int:
@@ -176,3 +179,32 @@ def loads_jsonc(text: str) -> Any:
 def compact_json(text: str) -> str:
     """``text`` without whitespace outside strings."""
     return _COMPACT.sub(lambda m: m.group(1) or "", text)
+
+
+def one_line(data: bytes) -> bytes:
+    """A message for a line-delimited stream (stdio): ``data`` itself when it holds no line
+    feed; else, when it is JSON, without whitespace outside strings, every other byte as
+    it was (valid JSON has line feeds only between tokens, so it means the same, numbers
+    and strings written exactly as the peer wrote them); else with each line feed written
+    ``\\n``, so the peer still sees one message (a string holding a raw line feed, which
+    lenient writers produce, then reads as they meant it), never fragments of it.
+    """
+    if b"\n" not in data:
+        return data
+    if _is_json(data):
+        # Unmatched groups expand to nothing: strings stay, whitespace between tokens goes.
+        return _COMPACT_BYTES.sub(rb"\1", data)
+    return data.replace(b"\n", b"\\n")
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        orjson.loads(data)
+        return True
+    except orjson.JSONDecodeError:
+        pass
+    try:  # what orjson refuses and JSON allows: integers past 64 bits, deep nesting
+        json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return True
