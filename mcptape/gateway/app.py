@@ -43,8 +43,6 @@ from mcptape.wire.frame import Frame
 if TYPE_CHECKING:
     from mcptape.rules.rules import Rules
 
-# How the request carried the gateway's token: "authorization" (consumed) or "own-header".
-AUTH_VIA = web.RequestKey("auth_via", str)
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -175,7 +173,6 @@ class Gateway:
             return error_response(404, f"nothing is served at {request.path!r}")
         if name not in self.config.registry:
             return error_response(404, f"no upstream named {name!r} is registered")
-        request[AUTH_VIA] = auth.via or ""
         try:
             return await handler(request)
         except UpstreamUnavailable as exc:
@@ -219,8 +216,15 @@ class Gateway:
             )
         name = request.match_info["name"]
         spec = self.config.registry[name]
-        # The client's own Authorization reaches the upstream only when our token came another way.
-        forward = request.headers.get("Authorization") if request.get(AUTH_VIA) != "authorization" else None
+        # The client's own Authorization reaches the upstream; the gateway's token never does.
+        forward = next(
+            (
+                v
+                for k, v in security.without_token(request.headers.items(), self.config.token)
+                if k.lower() == "authorization"
+            ),
+            None,
+        )
         transport = f"{kind}->{spec.transport}"
         recorder = Recorder()
         context = SessionContext(None, "proxy", transport, self.store.describe(spec), name)
@@ -299,10 +303,9 @@ class Gateway:
     async def _pass(self, request: web.Request, spec: UpstreamSpec) -> web.StreamResponse:
         import aiohttp
 
-        strip = request.get(AUTH_VIA) == "authorization"
         try:
             return await self.passthrough.forward(
-                request, request.match_info["name"], spec, strip, self._gateway_url(request)
+                request, request.match_info["name"], spec, self.config.token, self._gateway_url(request)
             )
         except (aiohttp.ClientError, OSError) as exc:
             return error_response(502, f"the upstream {spec.url} cannot be reached: {exc}")

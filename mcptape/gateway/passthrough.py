@@ -33,7 +33,7 @@ from aiohttp import web
 
 from mcptape.config.registry import UpstreamSpec
 from mcptape.gateway.passthrough_client import UpstreamClient, UpstreamError
-from mcptape.gateway.security import TOKEN_HEADER
+from mcptape.gateway.security import without_token
 from mcptape.proxy.addonmanager import Outcome, SessionContext
 from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.flow import Flow
@@ -46,17 +46,14 @@ MAX_JSON_COPY = 64 << 20
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
-_DROP = (TOKEN_HEADER, "accept-encoding")
-_DROP_AUTH = (*_DROP, "authorization")
-
-
 def upstream_headers(
-    client: Iterable[tuple[str, str]], strip_auth: bool, configured: dict[str, str]
+    client: Iterable[tuple[str, str]], token: str | None, configured: dict[str, str]
 ) -> list[tuple[str, str]]:
-    """The client's headers as sent upstream: end-to-end only, the gateway's token gone (and
-    ``Authorization`` when it carried that token), the config entry's headers in place of the
-    client's of the same name. Repeated headers stay repeated."""
-    headers = end_to_end(client, _DROP_AUTH if strip_auth else _DROP)
+    """The client's headers as sent upstream: end-to-end only, no ``Accept-Encoding``, the
+    gateway's ``token`` gone from wherever it was (see :func:`~mcptape.gateway.security.without_token`),
+    the config entry's headers in place of the client's of the same name. Repeated headers
+    stay repeated."""
+    headers = without_token(end_to_end(client, ("accept-encoding",)), token)
     if configured:
         names = {name.lower() for name in configured}
         headers = [(k, v) for k, v in headers if k.lower() not in names]
@@ -137,12 +134,12 @@ class PassThrough:
             session.recorder.session_end(session.context, Outcome(status, None, None, ended_by=ended_by))
 
     async def forward(
-        self, request: web.Request, name: str, spec: UpstreamSpec, strip_auth: bool, gateway_url: str
+        self, request: web.Request, name: str, spec: UpstreamSpec, token: str | None, gateway_url: str
     ) -> web.StreamResponse:
         assert spec.url is not None
         http = self._http or self._client()
         body = await read_body(request) if request.method == "POST" else None
-        headers = upstream_headers(request.headers.items(), strip_auth, expand_headers(spec.headers))
+        headers = upstream_headers(request.headers.items(), token, expand_headers(spec.headers))
         key_sid = request.headers.get(SESSION_ID)
         meta = {
             "http_method": request.method,
