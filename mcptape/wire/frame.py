@@ -313,6 +313,13 @@ class Frame:
         """The frame as text; invalid UTF-8 is replaced (the exact bytes stay in ``data``)."""
         return _lossy(self.data)
 
+    def stand_in(self, data: bytes, meta: dict[str, Any] | None) -> Frame:
+        """A frame recorded in this one's place (redacted, withheld): other bytes, the same
+        direction, origin, time, kind, method and id."""
+        other = Frame(data, self.direction, self.origin, self.ts, meta)
+        other._cls = self._ensure()
+        return other
+
 
 def error_response(rpc_id: str, code: int, message: str, data: Any = None) -> bytes:
     """A JSON-RPC error response for the request whose id has the wire text ``rpc_id``.

@@ -31,7 +31,12 @@ def echo_app(log: HeaderLog, session_id: str = "upstream-session") -> web.Applic
     """A minimal streamable HTTP MCP server answering every request with JSON, logging headers."""
 
     async def post(request: web.Request) -> web.Response:
-        body = json.loads(await request.read())
+        try:
+            body = json.loads(await request.read())
+        except (ValueError, RecursionError):
+            log.requests.append((dict(request.headers), None))
+            error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+            return web.json_response(error, status=400)
         log.requests.append((dict(request.headers), body))
         if "id" not in body:
             return web.Response(status=202)
