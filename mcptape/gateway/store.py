@@ -119,8 +119,11 @@ class GatewayStore:
     def _open(self) -> None:
         try:
             from mcptape.store import open_store
+            from mcptape.store.lost import close_lost_once
 
             self.store = open_store(self.db)
+            # Sessions of a gateway (or recorder) killed earlier are closed as interrupted.
+            close_lost_once(self.store)
             self.writer = self.store.writer()
         except Exception as exc:
             self.error = f"cannot open the recording database: {exc}"
