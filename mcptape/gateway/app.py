@@ -34,7 +34,7 @@ from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.addons.stream_meta import StreamMeta
 from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.downstream import DownstreamLink, EventStream, HttpSessionLink
-from mcptape.proxy.http.headers import PROTOCOL_VERSION, SESSION_ID, HeaderError, that_matter
+from mcptape.proxy.http.headers import PROTOCOL_VERSION, SESSION_ID, HeaderError, accepts, that_matter
 from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.links.process import SpawnError
 from mcptape.proxy.relay import Relay
@@ -431,7 +431,7 @@ class Gateway:
         if failure is not None:
             return failure
         assert session is not None and isinstance(session.link, HttpSessionLink)
-        if "text/event-stream" not in request.headers.get("Accept", ""):
+        if not accepts(request.headers.get("Accept"), "text/event-stream"):
             return error_response(406, "a GET stream needs Accept: text/event-stream")
         last = request.headers.get("Last-Event-ID")
         if last is not None:

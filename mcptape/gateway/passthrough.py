@@ -38,7 +38,7 @@ from mcptape.proxy.addonmanager import Outcome, SessionContext
 from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.flow import Flow
 from mcptape.proxy.http.bodies import read_body
-from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, that_matter
+from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, media_type, that_matter
 from mcptape.proxy.http.sse import SseParser
 from mcptape.wire.frame import Frame
 
@@ -199,8 +199,8 @@ class PassThrough:
             "headers": that_matter(upstream.headers, self.redact_names),
         }
         await response.prepare(request)
-        ctype = upstream.head.get("Content-Type")
-        parser = SseParser() if ctype.startswith("text/event-stream") else None
+        ctype = media_type(upstream.head.get("Content-Type"))
+        parser = SseParser() if ctype == "text/event-stream" else None
         copy = bytearray()
         overflowed = False
         try:
@@ -239,7 +239,7 @@ class PassThrough:
                         copy += chunk
                 if last:
                     break
-            if parser is None and copy.strip() and ctype.startswith("application/json"):
+            if parser is None and copy.strip() and ctype == "application/json":
                 pending = recorder.frame_done(Flow(Frame(bytes(copy), "s2c", meta=s2c_meta)))
                 if pending is not None:
                     await pending

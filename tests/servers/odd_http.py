@@ -18,9 +18,7 @@ from typing import Any
 
 from aiohttp import web
 
-ODD = "--odd-case" in sys.argv[2:]
-JSON_TYPE = "Application/JSON" if ODD else "application/json"
-SSE_TYPE = "Text/Event-Stream" if ODD else "text/event-stream"
+ODD = web.AppKey("odd_case", bool)
 TOOLS = [
     {
         "name": "echo",
@@ -62,14 +60,17 @@ def result(message: dict[str, Any]) -> Any:
 
 
 async def mcp(request: web.Request) -> web.StreamResponse:
+    odd = request.app[ODD]
+    json_type = "Application/JSON" if odd else "application/json"
+    sse_type = "Text/Event-Stream" if odd else "text/event-stream"
     message = json.loads(await request.read())
     if "id" not in message:
         return web.Response(status=202)
     answer = pretty({"jsonrpc": "2.0", "id": message["id"], "result": result(message)})
     headers = {"Mcp-Session-Id": "odd-session"}
     if message["method"] != "tools/call":
-        return web.Response(body=answer, headers={**headers, "Content-Type": JSON_TYPE})
-    response = web.StreamResponse(headers={**headers, "Content-Type": SSE_TYPE})
+        return web.Response(body=answer, headers={**headers, "Content-Type": json_type})
+    response = web.StreamResponse(headers={**headers, "Content-Type": sse_type})
     await response.prepare(request)
     events = []
     token = ((message.get("params") or {}).get("_meta") or {}).get("progressToken")
@@ -88,11 +89,17 @@ async def other(request: web.Request) -> web.Response:
     return web.Response(status=405 if request.method == "GET" else 200)
 
 
-def main() -> None:
+def make_app(odd_case: bool = False) -> web.Application:
+    """The server as an aiohttp application (tests may serve it in-process)."""
     app = web.Application()
+    app[ODD] = odd_case
     app.router.add_post("/mcp", mcp)
     app.router.add_route("*", "/mcp", other)
-    web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None)
+    return app
+
+
+def main() -> None:
+    web.run_app(make_app("--odd-case" in sys.argv[2:]), host="127.0.0.1", port=int(sys.argv[1]), print=None)
 
 
 if __name__ == "__main__":

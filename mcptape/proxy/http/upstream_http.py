@@ -35,6 +35,7 @@ from mcptape.proxy.http.headers import (
     PROTOCOL_VERSION,
     SESSION_ID,
     lowered,
+    media_type,
     routing_headers,
     that_matter,
 )
@@ -207,11 +208,11 @@ class HttpClientLink(LoopLink):
         if status == 202 or (status < 300 and response.content_length == 0):
             response.release()
             return
-        ctype = response.headers.get("Content-Type", "")
+        ctype = media_type(response.headers.get("Content-Type"))
         meta = self._meta(response, "POST", "post")
         if status >= 300:
             self.spawn(self._error_body(frame, response, meta))
-        elif ctype.startswith("text/event-stream"):
+        elif ctype == "text/event-stream":
             self.spawn(self._read_stream(response, meta, set(request_ids(frame))))
         else:
             self.spawn(self._json_body(frame, response, meta))
@@ -386,9 +387,7 @@ class HttpClientLink(LoopLink):
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             self.emit("error", f"GET {self.url} failed: {exc}", None)
             return None
-        if response.status != 200 or not response.headers.get("Content-Type", "").startswith(
-            "text/event-stream"
-        ):
+        if response.status != 200 or media_type(response.headers.get("Content-Type")) != "text/event-stream":
             response.release()
             if response.status != 405:
                 self.emit("http_get_refused", f"GET stream refused: HTTP {response.status}", None)

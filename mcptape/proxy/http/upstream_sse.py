@@ -12,7 +12,7 @@ import asyncio
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from mcptape.proxy.http.headers import lowered, that_matter
+from mcptape.proxy.http.headers import lowered, media_type, that_matter
 from mcptape.proxy.http.sse import SseParser
 from mcptape.proxy.http.upstream_base import LoopLink, unreachable
 from mcptape.wire.frame import Frame
@@ -79,7 +79,7 @@ class SseClientLink(LoopLink):
             self._endpoint_known.set()
             return
         ctype = response.headers.get("Content-Type", "")
-        if response.status != 200 or not ctype.startswith("text/event-stream"):
+        if response.status != 200 or media_type(ctype) != "text/event-stream":
             response.release()
             what = f" ({ctype or 'no Content-Type'})" if response.status == 200 else ""
             await self._give_up(
