@@ -9,6 +9,7 @@ any depth) and with regular expressions doing the per-character work.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Final, NamedTuple
 
@@ -208,3 +209,21 @@ def _is_json(data: bytes) -> bool:
     except (ValueError, RecursionError):
         return False
     return True
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (JSON has no NaN or infinity)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is beyond what a JSON number can carry (a double, up to about 1.8e308)")
+    return value
+
+
+def loads_finite(text: str | bytes) -> Any:
+    """``json.loads`` refusing what JSON cannot carry to a peer: ``NaN``, ``Infinity`` (which
+    Python reads) and numbers past double range (which it reads as infinity); each would go
+    out as ``null``. Integers stay exact whatever their size. ValueError says what is wrong."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
