@@ -37,7 +37,16 @@ from collections import deque
 from collections.abc import Awaitable
 from typing import Any
 
-from mcptape.proxy.link import BEFORE_WAIT, Deliver, Ended, EventSink, LinkClosed, LinkEnd, wait_from_thread
+from mcptape.proxy.link import (
+    BEFORE_WAIT,
+    Deliver,
+    Ended,
+    EventSink,
+    LinkBase,
+    LinkClosed,
+    LinkEnd,
+    wait_from_thread,
+)
 from mcptape.proxy.links.framing import LineSplitter
 from mcptape.wire.frame import Direction, Frame
 from mcptape.wire.jsontext import one_line
@@ -89,7 +98,7 @@ def line_parts(frame: Frame, event: EventSink | None) -> list[memoryview]:
     return [memoryview(data), _EOL] if eol else [memoryview(data)]
 
 
-class FdLink:
+class FdLink(LinkBase):
     """A newline-framed link over a readable and a writable file descriptor."""
 
     def __init__(self, read_fd: int, write_fd: int, incoming: Direction, name: str) -> None:
