@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.proxy.http.downstream import KEEP_CLOSED_BYTES
+from mcptape.proxy.http.eventstream import KEEP_CLOSED_BYTES
 from tests.gateway_proc import GatewayProcess
 from tests.test_gateway_security import INIT, request
 

@@ -403,7 +403,8 @@ class Gateway:
     ) -> web.StreamResponse:
         response = web.StreamResponse(status=200, headers={**SSE_HEADERS, **headers})
         await response.prepare(request)
-        stream.attached = True
+        # A client that stops reading while it holds the upstream back is cut (see eventstream).
+        stream.attach(request.transport.abort if request.transport is not None else None)
         session.streams_open += 1
         ended = False
         try:
@@ -413,7 +414,7 @@ class Gateway:
         except ConnectionResetError:
             pass  # the client went away: the events stay in the stream for Last-Event-ID
         finally:
-            stream.attached = False
+            stream.detach()
             session.streams_open -= 1
             session.link.last_active = time.monotonic()
         if not ended:

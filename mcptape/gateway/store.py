@@ -152,10 +152,17 @@ class GatewayStore:
         if self.store is None or self.writer is None:
             recorder.abandon(self.error or "the recording database is not open")
             return
+        from mcptape.store import StoreBusyError
+
+        fields = {"mode": "proxy", "name": name, "transport": transport, "upstream": upstream}
         try:
-            session_id = self.store.create_session(
-                mode="proxy", name=name, transport=transport, upstream=upstream
-            )
+            try:
+                session_id = self.store.create_session(wait_for_lock=False, **fields)
+            except StoreBusyError:
+                # Another process holds the write lock: the row waits on the writer with the
+                # frames, and the recorder is attached at once (its frames then count against
+                # the process's bound, not each session's).
+                session_id = self.writer.create_session(**fields)
             self.writer.update_session(session_id, started_at=started)
         except Exception as exc:
             recorder.abandon(f"cannot create the session row: {exc}")

@@ -15,6 +15,11 @@ process holds, a PostgreSQL server restarting), the lag limit is lifted and only
 bytes limit holds producers back: a lock held for seconds (``sqlite3`` in a terminal,
 a long ``BEGIN IMMEDIATE``) or a restart would otherwise stall forwarding as long, and
 holding the relay back cannot make those rows commit sooner.
+
+The bytes limit is also one for the whole process (:data:`HELD`, :data:`PROCESS_MAX_BYTES`):
+every writer and every recorder still waiting for its store counts what it holds there,
+so twenty gateway sessions under a locked database hold tens of MB, not twenty times that.
+
 The writer
 thread never waits for a lock a producer may hold (a producer may be interrupted by a
 signal handler that closes the writer): it wakes waiters only when their lock is free,
@@ -30,10 +35,50 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 SAMPLE_S: Final = 0.005
 POLL_S: Final = 0.05
+PROCESS_MAX_BYTES: Final = 64 << 20  # what the whole process holds for its stores, at most
+
+
+class Holder(Protocol):
+    @property
+    def held_bytes(self) -> int: ...
+
+
+class Held:
+    """Bytes of rows this process holds for its stores (queued to writers, or kept by recorders
+    whose store is not open yet), whatever the session or writer: one count for one bound.
+
+    Each holder counts its own bytes and this sums them when asked: no lock that a writer
+    thread would wait on (see the module docstring), and list operations are atomic.
+    """
+
+    def __init__(self) -> None:
+        self._holders: list[Holder] = []
+
+    def hold(self, holder: Holder) -> None:
+        self._holders.append(holder)
+
+    def let_go(self, holder: Holder) -> None:
+        with contextlib.suppress(ValueError):
+            self._holders.remove(holder)
+
+    @property
+    def bytes(self) -> int:
+        return sum(holder.held_bytes for holder in list(self._holders))
+
+    @property
+    def over(self) -> bool:
+        return self.bytes > PROCESS_MAX_BYTES
+
+    @property
+    def under_half(self) -> bool:
+        return self.bytes <= PROCESS_MAX_BYTES // 2
+
+
+HELD: Final = Held()
 
 
 class Backlog:
@@ -61,6 +106,12 @@ class Backlog:
         self._locked_out = False
         self._progress = threading.Condition(threading.Lock())
         self._drainers: deque[tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = deque()
+        HELD.hold(self)
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes queued and not yet committed (what this writer holds in memory)."""
+        return self._queued_bytes - self._done_bytes
 
     def queued(self, nbytes: int, *, frame: bool) -> None:
         """A producer queued one row of ``nbytes``."""
@@ -105,6 +156,7 @@ class Backlog:
     def release(self) -> None:
         """Nothing will be committed any more (the writer stopped or failed): nobody should wait."""
         self._released = True
+        HELD.let_go(self)  # what it still has will never be written: no longer held for a store
         self.wake()
 
     @property
@@ -136,7 +188,7 @@ class Backlog:
             return False
         if self._yielding:
             return self._queued_bytes - self._done_bytes - self._yielding > self.max_bytes
-        over_bytes = self._queued_bytes - self._done_bytes > self.max_bytes
+        over_bytes = self._queued_bytes - self._done_bytes > self.max_bytes or HELD.over
         return over_bytes or (not self._locked_out and self.lag() > self.max_lag)
 
     def under_half(self) -> bool:
@@ -145,7 +197,7 @@ class Backlog:
             return True
         if self._yielding:
             return self._queued_bytes - self._done_bytes - self._yielding <= self.max_bytes // 2
-        under_bytes = self._queued_bytes - self._done_bytes <= self.max_bytes // 2
+        under_bytes = self._queued_bytes - self._done_bytes <= self.max_bytes // 2 and HELD.under_half
         return under_bytes and (self._locked_out or self.lag() <= self.max_lag / 2)
 
     def wait_below_limit(self, timeout: float | None = None) -> bool:

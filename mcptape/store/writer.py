@@ -171,6 +171,7 @@ class Writer:
         builds its row, so the frame is not in memory three times at once.
         """
         # The row is built on the writer thread: the producer only pays for the enqueue.
+        frame.forget_message()
         size = len(frame.data)
         large = size >= LARGE_FRAME_BYTES
         if large:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -22,14 +23,23 @@ class Running:
 
 
 @contextlib.asynccontextmanager
-async def running_gateway(config: GatewayConfig) -> AsyncIterator[Running]:
-    """A started :class:`Gateway` serving ``config`` (port 0: a free one); shut down after the block."""
+async def running_gateway(config: GatewayConfig, send_buffer: int | None = None) -> AsyncIterator[Running]:
+    """A started :class:`Gateway` serving ``config`` (port 0: a free one); shut down after the block.
+
+    ``send_buffer``: the kernel's send buffer of every connection (accepted sockets take the
+    listener's), so that a slow client is felt at once rather than after megabytes.
+    """
     gateway = Gateway(config)
     runner = listener.make_runner(gateway)
     await runner.setup()
-    site = web.TCPSite(runner, config.host, 0)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if send_buffer is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+    sock.bind((config.host, 0))
+    site = web.SockSite(runner, sock)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = sock.getsockname()[1]
     gateway.bound(port)
     await gateway.start()
     try:
