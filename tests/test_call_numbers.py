@@ -16,8 +16,8 @@ from mcptape.client.errors import ProtocolError, ValidationError, exit_status
 from mcptape.client.methods import Call, perform
 from mcptape.client.script import parse_script
 from mcptape.proxy.links.memory import MemoryLink
-from tests.conftest import MCPTAPE
 from tests.helpers.fake_server import fake_session, reply
+from tests.helpers.paths import MCPTAPE
 
 NUMBER = {"type": "number"}
 INTEGER = {"type": "integer"}

@@ -11,9 +11,9 @@ import pytest
 from mcptape.config.registry import UpstreamSpec
 from mcptape.gateway.app import GatewayConfig
 from mcptape.rules.rules import Rules
-from tests.helpers.gateway import running_gateway
+from tests.helpers.inprocess import running_gateway
+from tests.helpers.recording import INITIALIZE
 from tests.helpers.upstreams import HeaderLog, echo_app, serving
-from tests.recording import INITIALIZE
 
 TOKEN = "gateway-token-0123456789abcdef"
 ACCEPT = {"Accept": "application/json, text/event-stream"}

@@ -12,8 +12,8 @@ import pytest
 
 from mcptape.config.registry import UpstreamSpec
 from mcptape.gateway.app import GatewayConfig
-from tests.conftest import ROOT
-from tests.helpers.gateway import running_gateway
+from tests.helpers.inprocess import running_gateway
+from tests.helpers.paths import ROOT
 from tests.helpers.slow_reader import Seen, legacy_flood, streamable_flood
 
 pytestmark = pytest.mark.slow  # a stdio server process behind the gateway
@@ -26,7 +26,7 @@ def _flood(db: Path, legacy: bool) -> Seen:
     async def main() -> Seen:
         spec = UpstreamSpec(name="flood", transport="stdio", command=FLOOD)
         config = GatewayConfig(registry={"flood": spec}, token=None, db=str(db))
-        async with running_gateway(config, send_buffer=64 << 10) as g:
+        async with running_gateway(config) as g:
             # The client on a loop of its own: it must not slow the gateway down by sharing its loop.
             if legacy:
                 client = legacy_flood(g.base, "flood", COUNT, SIZE, RATE, echoes=20)

@@ -21,9 +21,9 @@ from mcptape.proxy.http.headers import accepts, media_type
 from mcptape.proxy.http.upstream import remote_link
 from mcptape.proxy.links.memory import MemoryLink
 from mcptape.proxy.relay import Relay
-from tests.helpers.gateway import running_gateway
+from tests.helpers.inprocess import running_gateway
+from tests.helpers.recording import INITIALIZE
 from tests.helpers.upstreams import serving
-from tests.recording import INITIALIZE
 from tests.servers.odd_http import make_app
 
 CALL = {
@@ -96,8 +96,8 @@ def test_record_url_gives_the_sdk_client_what_the_server_said_whatever_the_media
     import anyio
     from mcp import Client, StdioServerParameters
 
-    from tests.conftest import MCPTAPE, ROOT
-    from tests.http_servers import free_port, served
+    from tests.helpers.http_servers import free_port, served
+    from tests.helpers.paths import MCPTAPE, ROOT
 
     async def scenario(target: Any) -> Any:
         async with Client(target, mode="legacy") as client:

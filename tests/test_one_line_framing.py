@@ -98,8 +98,8 @@ def test_the_gateway_hands_a_pretty_printed_initialize_to_a_stdio_server_that_an
 
     from mcptape.config.registry import UpstreamSpec
     from mcptape.gateway.app import GatewayConfig
-    from tests.helpers.gateway import running_gateway
-    from tests.recording import INITIALIZE
+    from tests.helpers.inprocess import running_gateway
+    from tests.helpers.recording import INITIALIZE
 
     db = tmp_path / "g.db"
     body = json.dumps(INITIALIZE, indent=2).encode()
@@ -155,8 +155,8 @@ def test_record_url_gives_a_stdio_client_one_line_per_message_from_a_pretty_prin
 
     from mcp import StdioServerParameters
 
-    from tests.conftest import MCPTAPE, ROOT
-    from tests.http_servers import free_port, served
+    from tests.helpers.http_servers import free_port, served
+    from tests.helpers.paths import MCPTAPE, ROOT
 
     db = tmp_path / "r.db"
     port = free_port()

@@ -17,9 +17,9 @@ from mcptape.gateway.app import GatewayConfig
 from mcptape.gateway.store import RedactingWriter
 from mcptape.redact import Unreadable, parse_json_path, redact_json_paths
 from mcptape.wire.frame import Frame
-from tests.helpers.gateway import running_gateway
+from tests.helpers.inprocess import running_gateway
+from tests.helpers.recording import INITIALIZE
 from tests.helpers.upstreams import HeaderLog, echo_app, serving
-from tests.recording import INITIALIZE
 
 SECRET = "hunter2-correct-horse"
 PATH = parse_json_path("/params/arguments/password")

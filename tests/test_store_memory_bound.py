@@ -13,9 +13,9 @@ from mcptape.config.registry import UpstreamSpec
 from mcptape.gateway.app import GatewayConfig
 from mcptape.store import backlog
 from mcptape.store.backlog import HELD, Backlog
-from tests.helpers.gateway import running_gateway
+from tests.helpers.inprocess import running_gateway
+from tests.helpers.recording import INITIALIZE
 from tests.helpers.upstreams import HeaderLog, echo_app, serving
-from tests.recording import INITIALIZE
 
 BOUND = 1 << 20
 

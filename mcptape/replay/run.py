@@ -26,6 +26,7 @@ from mcptape.replay.normalise import Normaliser
 from mcptape.replay.player import TapePlayer
 from mcptape.replay.tape import Tape, TapeFrame
 from mcptape.terminal import say as _say
+from mcptape.wire.protocol import DISCOVER
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 PROGRESS_EVERY = 250
@@ -50,6 +51,7 @@ class ReplayPlan:
     # A remote server (--url, or a remote --upstream entry): a fresh link to it per recording.
     upstream_link: Callable[[], Link] | None = None
     transport: str = "stdio"
+    otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
 
 
 @dataclass
@@ -98,6 +100,7 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
         replay_of=tape.session_id,
         store=OwnStore(plan.db) if plan.record else None,
         grace=plan.grace,
+        otlp=plan.otlp,
     )
     session = assemble(session_plan, player, server)
     if session.store is not None:
@@ -160,7 +163,7 @@ def rules_answer(rules: Any, player: TapePlayer) -> Callable[[dict[str, Any]], d
 def _revision_hint(tape: Tape, error: str) -> str:
     """Why a server may refuse every request of a 2026-07-28 recording: it speaks an earlier revision."""
     first = tape.exchanges[0].method if tape.exchanges else None
-    if first == "server/discover" and "answered HTTP 4" in error:
+    if first == DISCOVER and "answered HTTP 4" in error:
         return " (the recording speaks 2026-07-28, without a session: does this server?)"
     return ""
 

@@ -1,1 +1,1 @@
-"""Helpers shared by tests (no test module imports another test module)."""
+"""Shared test helpers: test modules import from this package, never from each other."""

@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 
 from mcptape.proxy.http.sse import SseParser
-from tests.recording import INITIALIZE
+from tests.helpers.recording import INITIALIZE
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 # A client that can answer the sampling request in the middle of a flood.
