@@ -26,7 +26,9 @@ What counts as a secret (case-insensitive, ``_`` and ``-`` alike):
   ``AIza…``, ``AKIA…``, JWTs);
 - headers: ``Authorization``, ``Proxy-Authorization`` (the scheme is kept:
   ``Bearer «redacted:…»``), ``Cookie``, ``Set-Cookie``, ``X-Api-Key``, ``Api-Key``,
-  ``*-Token``, ``*-Key``, ``*-Secret`` and the names the user adds;
+  ``*-Token``, ``*-Key``, ``*-Secret``, ``Mcp-Session-Id`` (whoever holds a session id
+  can use the session) and the names the user adds; likewise a ``session_id`` or
+  ``sessionId`` query parameter (a legacy SSE endpoint's);
 - in JSON-RPC messages, the values at the JSON paths the user names
   (:func:`parse_json_path`, :func:`redact_json_paths`): JSON Pointers (RFC 6901)
   where a ``*`` segment stands for any key or index, e.g. ``/params/arguments/password``
@@ -85,8 +87,10 @@ _ANYWHERE: Final = frozenset({"password", "passwd", "secret", "secrets", "token"
 _NOT_SECRET: Final = frozenset({"pwd", "oldpwd"})
 
 _SECRET_HEADERS: Final = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"}
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "mcp-session-id"}
 )
+# Query parameters that carry a session id (legacy SSE endpoints): a credential like a token.
+_SESSION_PARAMS: Final = frozenset({"session_id", "sessionid"})
 _AUTH_HEADERS: Final = frozenset({"authorization", "proxy-authorization"})
 
 _USERINFO: Final = re.compile(
@@ -177,7 +181,8 @@ def redact_url(url: str) -> str:
         return f"{m.group('scheme')}{_hide(m.group('user'))}@"
 
     def param(m: re.Match[str]) -> str:
-        if not _secret_name(m.group("name")):
+        name = m.group("name")
+        if not (_secret_name(name) or name.lower() in _SESSION_PARAMS):
             return m.group(0)
         return f"{m.group('lead')}{m.group('name')}={_hide(m.group('value'))}"
 

@@ -139,19 +139,19 @@ class Gateway:
         passed = self.upstreams.passes_through(request.match_info["name"])
         if passed is not None:
             return await self._pass(request, passed)
-        return await self.streamable.get(request)
+        return await self.streamable.get(request, self._forward_auth(request))
 
     async def _mcp_delete(self, request: web.Request) -> web.StreamResponse:
         passed = self.upstreams.passes_through(request.match_info["name"])
         if passed is not None:
             return await self._pass(request, passed)
-        return await self.streamable.delete(request)
+        return await self.streamable.delete(request, self._forward_auth(request))
 
     async def _sse_get(self, request: web.Request) -> web.StreamResponse:
         return await self.legacy.get(request, request.match_info["name"], self._forward_auth(request))
 
     async def _sse_post(self, request: web.Request) -> web.StreamResponse:
-        return await self.legacy.post(request)
+        return await self.legacy.post(request, self._forward_auth(request))
 
     # -- pass-through -------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.downstream import SseSessionLink
 from mcptape.proxy.http.sse import encode_event
 from mcptape.proxy.link import LinkClosed
+from mcptape.redact import redact_url
 from mcptape.wire.frame import Frame
 
 
@@ -38,16 +39,17 @@ class LegacySseSessions:
         link.stream.push_raw(encode_event(endpoint.encode(), event="endpoint"))
         if not await link.wait_started(5.0):
             return http_error(503, "the session did not start")
-        link.emit("sse_endpoint", endpoint, {"endpoint": endpoint, "served_by": "mcptape"})
+        recorded = redact_url(endpoint)  # its session id opens the session: recorded like a token
+        link.emit("sse_endpoint", recorded, {"endpoint": recorded, "served_by": "mcptape"})
         try:
             return await pump(request, gateway_session, link.stream, 0, {})
         finally:
             link.client_gone("the client closed its SSE stream")
 
-    async def post(self, request: web.Request) -> web.StreamResponse:
+    async def post(self, request: web.Request, forward_auth: str | None) -> web.StreamResponse:
         """One message of a legacy SSE session: delivered to the relay, answered 202 (replies go on the stream)."""
         sid = request.query.get("session_id", "")
-        gateway_session = self.manager.sessions.get(sid)
+        gateway_session = self.manager.named(sid, forward_auth)
         if gateway_session is None or not isinstance(gateway_session.link, SseSessionLink):
             return http_error(404, f"session {sid!r} does not exist (it ended or expired)")
         body = await read_body(request)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcptape.assemble import Session, SessionPlan, assemble
 from mcptape.config.registry import UpstreamSpec
+from mcptape.gateway.security import credential_of, same_credential
 from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.http.downstream import DownstreamLink, HttpSessionLink
 from mcptape.proxy.link import Link
@@ -99,6 +100,7 @@ class GatewaySession:
     streams_open: int = 0
     stateless: bool = False  # a 2026-07-28 pool session: any client connection may use it
     closing: bool = False  # a pool session that takes no new request (its upstream is ending)
+    credential: bytes = b""  # what opened it (security.credential_of): another is refused (404)
 
     @property
     def sid(self) -> str:
@@ -113,7 +115,8 @@ class SessionManager:
     upstreams: Upstreams
     sessions: dict[str, GatewaySession] = field(default_factory=dict)
     ending: set[GatewaySession] = field(default_factory=set)  # ended by the client, upstream closing
-    pools: dict[str, list[GatewaySession]] = field(default_factory=dict)  # per name: stateless sessions
+    # per name and credential: stateless sessions
+    pools: dict[tuple[str, bytes], list[GatewaySession]] = field(default_factory=dict)
     _sweeper: asyncio.Task[None] | None = None
 
     # -- opening ----------------------------------------------------------------------
@@ -136,6 +139,7 @@ class SessionManager:
                 assemble(exc.plan).failed_to_start(exc.detail)
             raise
         gateway_session = GatewaySession(link, assemble(plan, link, upstream), name)
+        gateway_session.credential = credential_of(forward_auth)
         self.sessions[link.session_id] = gateway_session
         relay = gateway_session.session.relay
         assert relay is not None
@@ -147,7 +151,9 @@ class SessionManager:
         """The pool session that takes a 2026-07-28 request (see :mod:`mcptape.gateway.stateless`)."""
         from mcptape.gateway.stateless import pick
 
-        pool = self.pools.setdefault(name, [])
+        # One pool per credential: a pooled upstream speaks with the credential that opened it,
+        # so requests with another one never ride it.
+        pool = self.pools.setdefault((name, credential_of(forward_auth)), [])
         pool[:] = [s for s in pool if self.sessions.get(s.sid) is s and not s.closing]
         index = pick([s.link.in_flight() for s in pool if isinstance(s.link, HttpSessionLink)], frame.message)
         if index is not None:
@@ -164,6 +170,16 @@ class SessionManager:
         return gateway_session
 
     # -- ending -----------------------------------------------------------------------
+
+    def named(self, sid: str | None, forward_auth: str | None) -> GatewaySession | None:
+        """The session ``sid`` names, if the request carries the credential that opened it:
+        to anyone else it does not exist (the spec's answer to an unknown session, 404)."""
+        gateway_session = self.sessions.get(sid) if sid is not None else None
+        if gateway_session is None or not same_credential(
+            gateway_session.credential, credential_of(forward_auth)
+        ):
+            return None
+        return gateway_session
 
     def _forget(self, sid: str) -> None:
         """The session's relay ended (its upstream went away, or shutdown)."""

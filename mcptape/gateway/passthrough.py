@@ -40,6 +40,7 @@ from mcptape.proxy.flow import Flow
 from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, media_type, that_matter
 from mcptape.proxy.http.sse import SseParser
+from mcptape.redact import placeholder
 from mcptape.wire.frame import Frame
 
 MAX_JSON_COPY = 64 << 20
@@ -171,7 +172,8 @@ class PassThrough:
         session = known or self._session(key, name, spec)
         recorded = session.session
         if sid and not key_sid:
-            recorded.event("http_session", f"the server minted session {sid}", {"session_id": sid})
+            hidden = placeholder(sid)  # a session id opens the session: recorded like a token
+            recorded.event("http_session", f"the server minted session {hidden}", {"session_id": hidden})
         if known is None:
             record_request(session)
         for wait in waits:  # back-pressure: only when the store is ~100 ms behind

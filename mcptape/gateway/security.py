@@ -7,10 +7,15 @@ anything else. The token is compared in constant time; it is accepted as
 client's ``Authorization`` passes to the upstream untouched, for OAuth-protected
 upstreams). The token itself never leaves the gateway, whichever header carries it
 (:func:`without_token`).
+
+A session is bound to the credential that opened it (:func:`credential_of`: the client's
+own ``Authorization``, as forwarded): a request naming the session with another one is
+answered as for an unknown session, so a session id seen by someone else opens nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import re
@@ -21,6 +26,7 @@ from urllib.parse import urlsplit
 
 TOKEN_HEADER = "X-Mcptape-Token"
 TOKEN_ENV = "MCPTAPE_PROXY_TOKEN"
+_KEY = secrets.token_bytes(32)  # credentials are compared as keyed digests, never kept as they are
 
 
 def new_token() -> str:
@@ -115,3 +121,14 @@ def without_token(headers: Iterable[tuple[str, str]], token: str | None) -> list
         for name, value in headers
         if name.lower() != own and (token is None or not carries_token(value, token))
     ]
+
+
+def credential_of(authorization: str | None) -> bytes:
+    """What binds a session to its client: a keyed digest of the ``Authorization`` it forwards
+    (none: the empty one). Compare with :func:`same_credential`."""
+    value = (authorization or "").encode("utf-8", "surrogateescape")
+    return hmac.new(_KEY, value, hashlib.sha256).digest()
+
+
+def same_credential(a: bytes, b: bytes) -> bool:
+    return hmac.compare_digest(a, b)

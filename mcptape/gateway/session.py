@@ -82,7 +82,7 @@ class StreamableSessions:
         sid = request.headers.get(SESSION_ID)
         headers: dict[str, str] = {}
         if sid is not None:
-            existing = manager.sessions.get(sid)
+            existing = manager.named(sid, forward_auth)
             if existing is None or not isinstance(existing.link, HttpSessionLink) or existing.stateless:
                 return http_error(
                     404, f"session {sid!r} does not exist (it ended or expired); start a new one"
@@ -120,8 +120,8 @@ class StreamableSessions:
             return web.Response(status=202, headers=headers)
         return await pump(request, gateway_session, stream, 0, headers)
 
-    async def get(self, request: web.Request) -> web.StreamResponse:
-        gateway_session = self._existing(request)
+    async def get(self, request: web.Request, forward_auth: str | None) -> web.StreamResponse:
+        gateway_session = self._existing(request, forward_auth)
         if isinstance(gateway_session, web.Response):
             return gateway_session
         link = gateway_session.link
@@ -138,19 +138,19 @@ class StreamableSessions:
             return http_error(409, "this session already has a GET stream open")
         return await pump(request, gateway_session, link.get_stream, link.get_stream.delivered, {})
 
-    async def delete(self, request: web.Request) -> web.StreamResponse:
-        gateway_session = self._existing(request)
+    async def delete(self, request: web.Request, forward_auth: str | None) -> web.StreamResponse:
+        gateway_session = self._existing(request, forward_auth)
         if isinstance(gateway_session, web.Response):
             return gateway_session
         self.manager.end(gateway_session.sid, "the client deleted the session")
         return web.Response(status=200)
 
-    def _existing(self, request: web.Request) -> GatewaySession | web.Response:
-        """The session the request's ``Mcp-Session-Id`` names, or the error to answer."""
+    def _existing(self, request: web.Request, forward_auth: str | None) -> GatewaySession | web.Response:
+        """The session the request's ``Mcp-Session-Id`` names (for its credential), or the error to answer."""
         sid = request.headers.get(SESSION_ID)
         if sid is None:
             return http_error(400, "Mcp-Session-Id header required")
-        gateway_session = self.manager.sessions.get(sid)
+        gateway_session = self.manager.named(sid, forward_auth)
         if gateway_session is None or not isinstance(gateway_session.link, HttpSessionLink):
             return http_error(404, f"session {sid!r} does not exist (it ended or expired)")
         return gateway_session

@@ -36,6 +36,7 @@ from mcptape.proxy.http.eventstream import CLOSED, Backlog, EventStream
 from mcptape.proxy.http.headers import that_matter
 from mcptape.proxy.http.routing import Router
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LoopSideLink
+from mcptape.redact import placeholder
 from mcptape.wire.frame import Frame
 
 KEEP_STREAMS = 256  # closed streams remembered per session, for a late resumption (bytes: CLOSED)
@@ -122,7 +123,7 @@ class DownstreamLink(LoopSideLink, abc.ABC):
 
     def client_gone(self, why: str) -> None:
         """The client ended the session (DELETE, idle timeout, its SSE stream closed)."""
-        self.emit("http_session_closed", why, {"session_id": self.session_id})
+        self.emit("http_session_closed", why, {"session_id": placeholder(self.session_id)})
         self._peer_ended("eof")
 
 

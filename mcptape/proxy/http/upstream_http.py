@@ -41,6 +41,7 @@ from mcptape.proxy.http.headers import (
 )
 from mcptape.proxy.http.sse import SseParser
 from mcptape.proxy.http.upstream_base import LoopLink, request_ids, response_ids, unreachable
+from mcptape.redact import placeholder
 from mcptape.wire.frame import Frame
 from mcptape.wire.protocol import INITIALIZE, INITIALIZED
 
@@ -223,7 +224,9 @@ class HttpClientLink(LoopLink):
         if sid and sid != self.session_id:
             self.session_id = sid
             self.emit(
-                "http_session", f"the server minted session {sid}", {"session_id": sid, "url": self.url}
+                "http_session",
+                f"the server minted session {placeholder(sid)}",
+                {"session_id": placeholder(sid), "url": self.url},
             )
 
     def _meta(self, response: Any, method: str, stream: str) -> dict[str, Any]:
@@ -292,7 +295,8 @@ class HttpClientLink(LoopLink):
                 return
         response.release()
         if response.status == 404 and self.session_id is not None:
-            self.emit("http_session_expired", f"the server no longer knows session {self.session_id}", None)
+            gone = placeholder(self.session_id)
+            self.emit("http_session_expired", f"the server no longer knows session {gone}", None)
         auth = response.headers.get("WWW-Authenticate")
         detail = {"status": response.status, **({"www_authenticate": auth} if auth else {})}
         said = error_said(body, response.reason)
