@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from mcptape.assemble import Session, SessionPlan, assemble
 from mcptape.config.registry import UpstreamSpec
+from mcptape.gateway.poolids import PoolIds
 from mcptape.gateway.security import credential_of, same_credential
 from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.http.downstream import DownstreamLink, HttpSessionLink
 from mcptape.proxy.link import Link
 from mcptape.wire.frame import Frame
+from mcptape.wire.protocol import CANCELLED
 
 if TYPE_CHECKING:
     from mcptape.gateway.store import GatewayStore
@@ -117,6 +119,7 @@ class SessionManager:
     ending: set[GatewaySession] = field(default_factory=set)  # ended by the client, upstream closing
     # per name and credential: stateless sessions
     pools: dict[tuple[str, bytes], list[GatewaySession]] = field(default_factory=dict)
+    pool_ids: dict[tuple[str, bytes], PoolIds] = field(default_factory=dict)  # what each pool lent
     _sweeper: asyncio.Task[None] | None = None
 
     # -- opening ----------------------------------------------------------------------
@@ -147,26 +150,54 @@ class SessionManager:
         gateway_session.task.add_done_callback(lambda _: self._forget(link.session_id))
         return gateway_session
 
-    def stateless(self, name: str, frame: Frame, path: str, forward_auth: str | None) -> GatewaySession:
-        """The pool session that takes a 2026-07-28 request (see :mod:`mcptape.gateway.stateless`)."""
+    def stateless(
+        self, name: str, frame: Frame, path: str, forward_auth: str | None, connection: int
+    ) -> tuple[GatewaySession, Frame] | None:
+        """The pool session that takes a 2026-07-28 request (see :mod:`mcptape.gateway.stateless`),
+        and the frame as it gets it (ids and progress tokens of the pool's own, see
+        :mod:`mcptape.gateway.poolids`); None for a cancellation that is sure of no request.
+        ``connection`` tells the client's requests apart when it cancels one."""
         from mcptape.gateway.stateless import pick
 
         # One pool per credential: a pooled upstream speaks with the credential that opened it,
         # so requests with another one never ride it.
-        pool = self.pools.setdefault((name, credential_of(forward_auth)), [])
+        key = (name, credential_of(forward_auth))
+        pool = self.pools.setdefault(key, [])
         pool[:] = [s for s in pool if self.sessions.get(s.sid) is s and not s.closing]
+        ids = self.pool_ids.setdefault(key, PoolIds())
+        if frame.method == CANCELLED:
+            found = ids.cancel(frame, connection)
+            target = self.sessions.get(found[0]) if found is not None else None
+            if found is None or target is None:
+                if pool:
+                    pool[0].session.event(
+                        "pool_cancel_not_forwarded",
+                        "a cancellation that names no request of this client for sure reached nobody",
+                        {"connection": connection},
+                    )
+                return None
+            return target, found[1]
         index = pick([s.link.in_flight() for s in pool if isinstance(s.link, HttpSessionLink)], frame.message)
         if index is not None:
-            return pool[index]
+            gateway_session = pool[index]
+        else:
+            gateway_session = self._pool_session(name, path, forward_auth, len(pool) + 1)
+            assert isinstance(gateway_session.link, HttpSessionLink)
+            gateway_session.link.give_back = ids.give_back
+            pool.append(gateway_session)
+        return gateway_session, ids.take(frame, gateway_session.sid, connection)
+
+    def _pool_session(self, name: str, path: str, forward_auth: str | None, size: int) -> GatewaySession:
         sid = f"stateless-{secrets.token_hex(8)}"
         gateway_session = self.open(name, HttpSessionLink(sid, path=path), "http", forward_auth)
         gateway_session.stateless = True
         gateway_session.session.event(
             "http_stateless",
-            f"serves {name}'s 2026-07-28 requests (no session id) from any client connection",
-            {"pool_size": len(pool) + 1},
+            f"serves {name}'s 2026-07-28 requests (no session id) from any client connection; "
+            "each request's id and progress token are the pool's own upstream, the client's own "
+            "in its frames' pool metadata",
+            {"pool_size": size},
         )
-        pool.append(gateway_session)
         return gateway_session
 
     # -- ending -----------------------------------------------------------------------
@@ -186,6 +217,9 @@ class SessionManager:
         gateway_session = self.sessions.pop(sid, None)
         if gateway_session is not None:
             gateway_session.link.close_send()
+            if gateway_session.stateless:
+                for ids in self.pool_ids.values():
+                    ids.forget(sid)
 
     def end(self, sid: str, why: str) -> None:
         """The client ended a session (DELETE, idle): its id is unknown from now on (404)."""

@@ -78,7 +78,7 @@ class StreamableSessions:
     async def post(self, request: web.Request, name: str, forward_auth: str | None) -> web.StreamResponse:
         manager = self.manager
         body = await read_body(request)
-        frame = Frame(body, "c2s", meta=frame_meta(request, "post", manager.config.redact_names))
+        frame = received = Frame(body, "c2s", meta=frame_meta(request, "post", manager.config.redact_names))
         sid = request.headers.get(SESSION_ID)
         headers: dict[str, str] = {}
         if sid is not None:
@@ -97,7 +97,10 @@ class StreamableSessions:
         elif frame.kind == "malformed":
             return not_json_rpc(frame)  # no session to record it in, and no server started for it
         else:
-            gateway_session = manager.stateless(name, frame, request.path, forward_auth)
+            taken = manager.stateless(name, frame, request.path, forward_auth, id(request.transport))
+            if taken is None:
+                return web.Response(status=202)  # a cancellation sure of no request: passed to nobody
+            gateway_session, frame = taken
         link = gateway_session.link
         assert isinstance(link, HttpSessionLink)
         try:
@@ -107,7 +110,10 @@ class StreamableSessions:
                 return http_error(404, "the session is closing")
             # That pool session is ending (idle, its upstream died): a fresh one takes the request.
             gateway_session.closing = True
-            gateway_session = manager.stateless(name, frame, request.path, forward_auth)
+            taken = manager.stateless(name, received, request.path, forward_auth, id(request.transport))
+            if taken is None:
+                return web.Response(status=202)
+            gateway_session, frame = taken
             link = gateway_session.link
             assert isinstance(link, HttpSessionLink)
             try:

@@ -29,7 +29,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcptape.proxy.http.eventstream import CLOSED, Backlog, EventStream
@@ -156,6 +156,9 @@ class HttpSessionLink(DownstreamLink):
         self.get_stream = EventStream("g", stream_meta("GET", path, "get", {}), self.backlog)
         self.streams: dict[str, EventStream] = {"g": self.get_stream}
         self._closed_order: deque[str] = deque()
+        # A pool session (2026-07-28, shared by clients): the client's own ids and progress
+        # tokens for what the upstream sends (see mcptape.gateway.poolids); None: as it came.
+        self.give_back: Callable[[bytes], bytes | None] | None = None
 
     async def post(
         self, frame: Frame, headers: dict[str, str] | None = None, *, prime: bool = False
@@ -197,7 +200,10 @@ class HttpSessionLink(DownstreamLink):
         message = frame.message
         target = self.router.route(message) if message is not None else None
         stream = (self.streams.get(target) if target is not None else None) or self.get_stream
-        event_id = stream.push(frame.data, droppable=frame.kind == "notification")
+        data = frame.data
+        if self.give_back is not None:
+            data = self.give_back(data) or data
+        event_id = stream.push(data, droppable=frame.kind == "notification")
         if message is not None:
             for done in self.router.answered(message):
                 self._retire(done)
