@@ -187,6 +187,10 @@ class Gateway:
         self.store.open_in_background()
         self.manager.start(self.passthrough.sweep)
 
+    def give_up(self) -> None:
+        """A second signal during :meth:`shutdown`: see :meth:`SessionManager.give_up`."""
+        self.manager.give_up()
+
     async def shutdown(self, reason: str) -> None:
         """Stop every session (upstreams shut down, session rows closed), then flush and close the store."""
         import asyncio

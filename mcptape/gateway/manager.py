@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from mcptape.rules.rules import Rules
 
 
+GIVE_UP_WAIT_S = 1.0  # after a second signal: how long killed upstreams' sessions get to end
+
+
 class UpstreamUnavailable(Exception):
     """An upstream could not be started or reached (the client gets a 502 saying why).
 
@@ -121,6 +124,7 @@ class SessionManager:
     pools: dict[tuple[str, bytes], list[GatewaySession]] = field(default_factory=dict)
     pool_ids: dict[tuple[str, bytes], PoolIds] = field(default_factory=dict)  # what each pool lent
     _sweeper: asyncio.Task[None] | None = None
+    _gave_up: asyncio.Event = field(default_factory=asyncio.Event)
 
     # -- opening ----------------------------------------------------------------------
 
@@ -248,6 +252,15 @@ class SessionManager:
                 if gateway_session.streams_open == 0 and now - gateway_session.link.last_active > timeout:
                     self.end(gateway_session.sid, f"idle for more than {timeout:g} s")
 
+    def give_up(self) -> None:
+        """A second signal during shutdown: stop waiting for upstreams, kill every one of them
+        (process groups included); what was received is still written and rows are closed."""
+        self._gave_up.set()
+        for gateway_session in [*self.sessions.values(), *self.ending]:
+            relay = gateway_session.session.relay
+            if relay is not None:
+                relay.server.kill()
+
     async def shutdown(self, reason: str) -> None:
         """Stop every session: upstreams shut down, session rows closed, within a bounded time."""
         if self._sweeper is not None:
@@ -264,7 +277,15 @@ class SessionManager:
             if relay is not None:
                 relay.stop(reason)
         if tasks:
-            await asyncio.wait(tasks, timeout=2 * self.config.grace + 3)
+            # A second signal (give_up) ends the wait for upstreams that are slow to go.
+            gave_up = asyncio.ensure_future(self._gave_up.wait())
+            all_done = asyncio.ensure_future(asyncio.wait(tasks, timeout=2 * self.config.grace + 3))
+            await asyncio.wait({gave_up, all_done}, return_when=asyncio.FIRST_COMPLETED)
+            gave_up.cancel()
+            if self._gave_up.is_set():
+                # The upstreams were killed: their relays record how they ended, at once.
+                await asyncio.wait(tasks, timeout=GIVE_UP_WAIT_S)
+            all_done.cancel()
         for gateway_session in everyone:
             if gateway_session.task is not None and not gateway_session.task.done():
                 # Bounded shutdown: a session that did not end in time is closed as interrupted.
