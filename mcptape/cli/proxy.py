@@ -53,7 +53,7 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
     "allow_origins",
     multiple=True,
     metavar="ORIGIN",
-    help="A browser Origin allowed besides this gateway's own (repeatable); others get 403.",
+    help="A browser Origin allowed besides this gateway's own (repeatable; its pages get CORS answers); others get 403.",
 )
 @click.option(
     "--redact",

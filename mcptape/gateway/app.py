@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from mcptape.config.registry import UpstreamSpec
-from mcptape.gateway import security
+from mcptape.gateway import cors, security
 from mcptape.gateway.legacy_sse import LegacySseSessions
 from mcptape.gateway.manager import (
     GatewayConfig,
@@ -66,6 +66,7 @@ class Gateway:
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._guard], client_max_size=256 << 20)
+        app.on_response_prepare.append(self._cors_headers)
         app.router.add_get("/health", self._health)
         app.router.add_post("/servers/{name}/mcp", self._mcp_post)
         app.router.add_get("/servers/{name}/mcp", self._mcp_get)
@@ -87,6 +88,10 @@ class Gateway:
             return http_error(403, f"Host {request.host!r} is not this gateway's")
         if not security.origin_allowed(request.headers.get("Origin"), self.hosts, self.config.extra_origins):
             return http_error(403, f"Origin {request.headers.get('Origin')!r} is not allowed")
+        allowed = cors.cors_origin(request.headers.get("Origin"), self.config.extra_origins)
+        if allowed is not None and cors.is_preflight(request.method, request.headers):
+            # A browser's preflight never carries credentials: the request that follows does.
+            return web.Response(status=204, headers=cors.preflight_headers(allowed, request.headers))
         if request.path == "/health":
             return await handler(request)
         auth = security.check_token(request.headers, self.config.token)
@@ -111,6 +116,15 @@ class Gateway:
             return http_error(502, str(exc))
         except SessionLimit as exc:
             return http_error(503, str(exc), {"Retry-After": "5"})
+
+    async def _cors_headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Every answer to an allowed origin (``--allow-origin``) may be read by its page."""
+        allowed = cors.cors_origin(request.headers.get("Origin"), self.config.extra_origins)
+        if allowed is not None:
+            vary = response.headers.get("Vary")
+            response.headers.update(cors.answer_headers(allowed))
+            if vary and "origin" not in vary.lower():  # a pass-through upstream's own
+                response.headers["Vary"] = f"{vary}, Origin"
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"status": "ok"})
