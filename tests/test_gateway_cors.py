@@ -5,9 +5,7 @@ a page anywhere else cannot."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -17,28 +15,20 @@ from aiohttp import web
 from mcptape.gateway.app import GatewayConfig
 from tests.helpers.browser import chromium
 from tests.helpers.inprocess import demo_server, running_gateway
+from tests.helpers.upstreams import serving
 
 TOKEN = "cors-test-token-0123456789"
 
 
-@contextlib.asynccontextmanager
-async def page_site() -> AsyncIterator[str]:
-    """An empty page on a loopback port of its own: its origin is not the gateway's."""
+def page_site() -> Any:
+    """An empty page on a loopback port of its own (its origin is not the gateway's); yields the origin."""
 
     async def page(request: web.Request) -> web.Response:
         return web.Response(text="<!doctype html><title>client</title>", content_type="text/html")
 
     app = web.Application()
     app.router.add_get("/", page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    return serving(app, path="")
 
 
 def test_a_preflight_from_an_allowed_origin_is_answered_without_the_token_and_answers_are_readable() -> None:

@@ -54,14 +54,14 @@ def echo_app(log: HeaderLog, session_id: str = "upstream-session") -> web.Applic
 
 
 @contextlib.asynccontextmanager
-async def serving(app: web.Application) -> AsyncIterator[str]:
-    """Serve ``app`` on 127.0.0.1 (a free port) for the block; yields its ``/mcp`` URL."""
+async def serving(app: web.Application, path: str = "/mcp") -> AsyncIterator[str]:
+    """Serve ``app`` on 127.0.0.1 (a free port) for the block; yields its URL with ``path``."""
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
     try:
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}{path}"
     finally:
         await runner.cleanup()
