@@ -116,6 +116,10 @@ class SessionPlan:
     forwards_without_store: bool = True
     grace: float = 2.0
     answer_wait: float = 0.0  # see Relay: the server may answer after the client's end
+    # A fleet: the gateway replica that runs the session, and the conversation its rows
+    # share when one client session is recorded by several replicas (see gateway/sealed.py).
+    replica: str | None = None
+    conversation_id: str | None = None
     row: dict[str, Any] = field(default_factory=dict)  # more columns of the session row
     otlp: str | None = None  # an OTLP/HTTP receiver's URL: export spans and metrics there
 
@@ -236,7 +240,12 @@ def assemble(
     addons = AddonManager(default_addons(plan, recorder))
     store = None
     if plan.store is not None and recorder is not None:
-        row = SessionRow(plan.mode, plan.name, plan.transport, plan.upstream, plan.replay_of, dict(plan.row))
+        extra = dict(plan.row)
+        if plan.replica is not None:
+            extra["replica"] = plan.replica
+        if plan.conversation_id is not None:
+            extra["conversation_id"] = plan.conversation_id
+        row = SessionRow(plan.mode, plan.name, plan.transport, plan.upstream, plan.replay_of, extra)
         store = plan.store.session_store(recorder, row)
     session = Session(plan, context, addons, recorder, store)
     if server is not None:

@@ -42,6 +42,10 @@ NOT_RUN = {
         "serves until stopped (tests/test_gateway*.py run the gateway)"
     ),
     "curl -s http://127.0.0.1:8808/health": "needs the gateway above running (tests/test_gateway_security.py)",
+    ".venv/bin/pip install -e '.[postgres]' && .venv/bin/python deploy/fleet.py up --config servers.json": (
+        "starts PostgreSQL, three replicas and HAProxy on fixed ports (tests/test_fleet_haproxy.py runs it)"
+    ),
+    ".venv/bin/python deploy/fleet.py down": "stops the fleet above (tests/test_fleet_haproxy.py)",
     "mcptape record --otlp http://localhost:4318 -- npx -y @modelcontextprotocol/server-everything": (
         "needs an OTLP receiver and a client (tests/test_otlp_modes.py runs --otlp on every command)"
     ),
