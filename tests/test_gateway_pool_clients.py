@@ -112,9 +112,12 @@ def test_pool_ids_edit_only_ids_and_tokens_and_cancel_only_what_is_sure() -> Non
         == _frame(paced_call(1, "B", 1, 0)).data
     )  # nothing else changed, whitespace included
     progress = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"mcptape-pool-1-progress","progress":1}}'
-    assert ids.give_back(progress) == progress.replace(b'"mcptape-pool-1-progress"', b"7")
+    back = ids.give_back(progress)
+    assert back is not None and back[0] == progress.replace(b'"mcptape-pool-1-progress"', b"7")
+    assert back[1] == [{"as": "token", "theirs": "7", "ours": '"mcptape-pool-1-progress"'}]
     answer = b'{"jsonrpc":"2.0","id":"mcptape-pool-1","result":{}}'
-    assert ids.give_back(answer) == b'{"jsonrpc":"2.0","id":18446744073709551617,"result":{}}'
+    back = ids.give_back(answer)
+    assert back is not None and back[0] == b'{"jsonrpc":"2.0","id":18446744073709551617,"result":{}}'
     cancel = Frame(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}', "c2s")
     assert ids.cancel(cancel, connection=9) is None  # two requests with id 1: not sure which
     found = ids.cancel(cancel, connection=3)  # the connection that carried one of them
@@ -123,3 +126,15 @@ def test_pool_ids_edit_only_ids_and_tokens_and_cancel_only_what_is_sure() -> Non
     assert ids.cancel(cancel, connection=2) is None  # B's own late cancellation: not C's request
     only = ids.cancel(cancel, connection=9)
     assert only is not None and b'"mcptape-pool-3"' in only[1].data  # the one request with that id
+
+
+def test_the_clients_frame_stays_as_sent_and_its_edited_form_goes_upstream_once() -> None:
+    ids = PoolIds()
+    client = _frame(paced_call(5, "D", 1, 0))
+    edited = ids.take(client, "s1", connection=4)
+    assert client.data == _frame(paced_call(5, "D", 1, 0)).data  # what is recorded
+    assert client.meta is not None and client.meta["pool"] == [
+        {"as": "id", "theirs": "5", "ours": '"mcptape-pool-1"'}
+    ]
+    assert ids.outgoing(client, keep=True) is edited
+    assert ids.outgoing(client) is edited and ids.outgoing(client) is client  # handed out once

@@ -25,7 +25,7 @@ USER_B = {**ACCEPT, "Authorization": "Bearer USER-B-TOKEN"}
 
 
 def call(rid: int, modern: bool = False) -> dict[str, Any]:
-    params: dict[str, Any] = {"name": "x"}
+    params: dict[str, Any] = {"name": "x", "arguments": {"call": rid}}
     if modern:  # a 2026-07-28 request: no session, the protocol version in _meta
         params["_meta"] = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
     return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
@@ -113,8 +113,13 @@ def test_stateless_requests_with_different_credentials_use_upstreams_of_their_ow
                 return statuses
 
     assert asyncio.run(asyncio.wait_for(main(), 30)) == [200] * 4
-    by_id = {body["id"]: h.get("Authorization") for h, body in log.requests if body and "id" in body}
-    assert by_id == {
+    calls = [body for _, body in log.requests if body and body.get("method") == "tools/call"]
+    by_id = {
+        body["params"]["arguments"]["call"]: h.get("Authorization")
+        for h, body in log.requests
+        if body and body.get("method") == "tools/call"
+    }
+    assert len(calls) == 4 and by_id == {
         1: "Bearer USER-A-TOKEN",
         2: "Bearer USER-B-TOKEN",
         3: "Bearer USER-A-TOKEN",

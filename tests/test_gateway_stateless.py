@@ -118,8 +118,18 @@ def test_the_same_id_from_two_clients_shares_one_upstream_under_ids_of_the_pools
         rows = con.execute(
             "select session_id, rpc_id, meta from frames where direction = 'c2s' order by id"
         ).fetchall()
+        # Each answer is paired with its own request, though two of them share an id.
+        pairs = con.execute(
+            "select q.text, a.text from frames a join frames q on q.session_id = a.session_id "
+            "and q.seq = a.request_seq where a.direction = 's2c' order by a.seq"
+        ).fetchall()
     finally:
         con.close()
     assert len({session for session, _, _ in rows}) == 1  # one upstream for all three
-    assert [rpc_id for _, rpc_id, _ in rows] == ['"mcptape-pool-1"', '"mcptape-pool-2"', '"mcptape-pool-3"']
-    assert [json.loads(meta)["pool"][0]["id"] for _, _, meta in rows] == ["1", "1", "2"]
+    # Recorded as each client sent it; the ids the upstream got in the pool metadata.
+    assert [rpc_id for _, rpc_id, _ in rows] == ["1", "1", "2"]
+    pool = [json.loads(meta)["pool"][0]["ours"] for _, _, meta in rows]
+    assert pool == ['"mcptape-pool-1"', '"mcptape-pool-2"', '"mcptape-pool-3"']
+    asked = [json.loads(q)["params"]["arguments"]["text"] for q, _ in pairs]
+    answered = [json.loads(a)["result"]["content"][0]["text"] for _, a in pairs]
+    assert asked == answered == ["call 0", "call 1", "call 2"]

@@ -18,12 +18,13 @@ import asyncio
 import contextlib
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcptape.assemble import Session, SessionPlan, assemble
 from mcptape.config.registry import UpstreamSpec
-from mcptape.gateway.poolids import PoolIds
+from mcptape.gateway.poolids import PoolIds, PoolUpstream, upstream_view
 from mcptape.gateway.security import credential_of, same_credential
 from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.http.downstream import DownstreamLink, HttpSessionLink
@@ -161,9 +162,17 @@ class SessionManager:
     # -- opening ----------------------------------------------------------------------
 
     def open(
-        self, name: str, link: DownstreamLink, downstream: str, forward_auth: str | None
+        self,
+        name: str,
+        link: DownstreamLink,
+        downstream: str,
+        forward_auth: str | None,
+        wrap: Callable[[Link], Link] | None = None,
     ) -> GatewaySession:
-        """Start a session to ``name`` behind ``link``; raises SessionLimit or UpstreamUnavailable."""
+        """Start a session to ``name`` behind ``link``; raises SessionLimit or UpstreamUnavailable.
+
+        ``wrap``: what the upstream link is seen through (a pool's, see mcptape.gateway.poolids).
+        """
         running = len(self.sessions) + len(self.ending)  # ending ones still have their upstream
         if running >= self.config.max_sessions:
             raise SessionLimit(
@@ -177,6 +186,8 @@ class SessionManager:
             if exc.plan is not None:
                 assemble(exc.plan).failed_to_start(exc.detail)
             raise
+        if wrap is not None:
+            upstream = wrap(upstream)
         gateway_session = GatewaySession(link, assemble(plan, link, upstream), name)
         gateway_session.credential = credential_of(forward_auth)
         self.sessions[link.session_id] = gateway_session
@@ -217,21 +228,25 @@ class SessionManager:
         if index is not None:
             gateway_session = pool[index]
         else:
-            gateway_session = self._pool_session(name, path, forward_auth, len(pool) + 1)
-            assert isinstance(gateway_session.link, HttpSessionLink)
-            gateway_session.link.give_back = ids.give_back
+            gateway_session = self._pool_session(name, path, forward_auth, len(pool) + 1, ids)
             pool.append(gateway_session)
         return gateway_session, ids.take(frame, gateway_session.sid, connection)
 
-    def _pool_session(self, name: str, path: str, forward_auth: str | None, size: int) -> GatewaySession:
+    def _pool_session(
+        self, name: str, path: str, forward_auth: str | None, size: int, ids: PoolIds
+    ) -> GatewaySession:
         sid = f"stateless-{secrets.token_hex(8)}"
-        gateway_session = self.open(name, HttpSessionLink(sid, path=path), "http", forward_auth)
+        link = HttpSessionLink(sid, path=path)
+        link.route_view = upstream_view  # what comes back is routed by the pool's own ids
+        gateway_session = self.open(
+            name, link, "http", forward_auth, wrap=lambda upstream: PoolUpstream(upstream, ids)
+        )
         gateway_session.stateless = True
         gateway_session.session.event(
             "http_stateless",
             f"serves {name}'s 2026-07-28 requests (no session id) from any client connection; "
-            "each request's id and progress token are the pool's own upstream, the client's own "
-            "in its frames' pool metadata",
+            "upstream, each request has an id and progress token of the pool's own (recorded as "
+            "the client's, the pool's in each frame's pool metadata)",
             {"pool_size": size},
         )
         return gateway_session

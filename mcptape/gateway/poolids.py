@@ -8,6 +8,11 @@ answers and progress are told apart and routed to the stream of the request they
 to; on the way back each gets the client's own again (the id as the client wrote it).
 Frames are edited in their text, member by member: every other byte stays as it was.
 
+The session's relay and recording see the clients' side (:class:`PoolUpstream` wraps the
+upstream link and does the editing at that boundary): every frame is recorded as its
+client sent or got it, and a ``pool`` entry in its metadata says which id or token the
+upstream used instead. The client-facing link routes what comes back by those (unique) ids.
+
 A cancellation names the client's own id. It reaches the request it means only when that
 is sure: the request with that id that came on the same connection, else the only one in
 the pool with that id, unless that connection's own request with that id just finished
@@ -19,11 +24,14 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections import deque
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
+from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkBase, LinkEnd
 from mcptape.wire.frame import Frame
 from mcptape.wire.ids import id_key
 from mcptape.wire.jsontext import Member, element_spans, object_members
@@ -32,6 +40,7 @@ from mcptape.wire.protocol import CANCELLED
 PREFIX = "mcptape-pool-"
 RELATED = "io.modelcontextprotocol/related-request-id"
 KEEP_FINISHED = 256  # requests remembered after their answer, to tell a late cancellation
+KEEP_OUTGOING = 1024  # client frames waiting to go upstream in their edited form, at most
 
 
 @dataclass
@@ -87,9 +96,15 @@ class PoolIds:
         self.lent: dict[str, Lent] = {}  # id key of our id -> the request
         self._tokens: dict[str, Lent] = {}  # our progress token's text -> the request
         self._finished: deque[tuple[int, str]] = deque(maxlen=KEEP_FINISHED)  # (connection, their id key)
+        # Client frames on their way through the relay -> their edited form for the upstream.
+        self._outgoing: OrderedDict[int, tuple[Frame, Frame]] = OrderedDict()
 
     def take(self, frame: Frame, sid: str, connection: int) -> Frame:
-        """A client's frame as the pool's upstream gets it: each request with an id of ours."""
+        """A client's frame as the pool's upstream gets it: each request with an id of ours.
+
+        The client's frame gets a ``pool`` entry in its metadata (our ids), and when it reaches
+        the upstream link (:class:`PoolUpstream`), the edited frame goes out in its place.
+        """
         text = frame.data.decode("utf-8", "surrogateescape")
         edits: list[tuple[int, int, str]] = []
         taken = []
@@ -113,50 +128,68 @@ class PoolIds:
                 self.lent[id_key(lent.ours)] = lent
                 if lent.token_ours is not None:
                     self._tokens[lent.token_ours] = lent
-        pool = [{"id": lent.theirs, "ours": lent.ours} for lent in taken]
-        return Frame(
-            _edited(frame.data, edits, text),
-            frame.direction,
-            frame.origin,
-            frame.ts,
-            {**(frame.meta or {}), "pool": pool},
-        )
+        pool = [{"as": "id", "theirs": lent.theirs, "ours": lent.ours} for lent in taken]
+        edited = Frame(_edited(frame.data, edits, text), frame.direction, frame.origin, frame.ts)
+        return self._lend(frame, edited, pool)
 
-    def give_back(self, data: bytes) -> bytes | None:
+    def _lend(self, frame: Frame, edited: Frame, pool: list[dict[str, str]]) -> Frame:
+        frame.meta = {**(frame.meta or {}), "pool": pool}
+        edited.meta = frame.meta
+        with self._lock:
+            self._outgoing[id(frame)] = (frame, edited)
+            while len(self._outgoing) > KEEP_OUTGOING:
+                self._outgoing.popitem(last=False)
+        return edited
+
+    def outgoing(self, frame: Frame, *, keep: bool = False) -> Frame:
+        """The frame that goes upstream for ``frame``: its edited form, if it has one (let go of
+        unless ``keep``)."""
+        with self._lock:
+            found = self._outgoing.get(id(frame)) if keep else self._outgoing.pop(id(frame), None)
+        return found[1] if found is not None and found[0] is frame else frame
+
+    def give_back(self, data: bytes) -> tuple[bytes, list[dict[str, str]]] | None:
         """An upstream frame as the client gets it: answers and progress with the client's own id
-        and token (None: nothing to change). An answered request is let go."""
+        and token, and what was given back (for its ``pool`` metadata); None: nothing to change.
+        An answered request is let go."""
         if PREFIX.encode() not in data:
             return None
         text = data.decode("utf-8", "surrogateescape")
         edits: list[tuple[int, int, str]] = []
+        notes: list[dict[str, str]] = []
         with self._lock:
             for start in _objects(text):
-                edits.extend(self._back(text, start))
-        return _edited(data, edits, text) if edits else None
+                self._back(text, start, edits, notes)
+        return (_edited(data, edits, text), notes) if edits else None
 
-    def _back(self, text: str, start: int) -> list[tuple[int, int, str]]:
+    def _back(
+        self, text: str, start: int, edits: list[tuple[int, int, str]], notes: list[dict[str, str]]
+    ) -> None:
         # Under the lock: the edits of one message.
-        edits = []
+        def give(member: Member, how: str, theirs: str) -> None:
+            ours = text[member.value_start : member.value_end]
+            edits.append((member.value_start, member.value_end, theirs))
+            notes.append({"as": how, "theirs": theirs, "ours": ours})
+
         rid = _member(text, start, "id")
         if rid is not None and _member(text, start, "method") is None:
             lent = self.lent.pop(id_key(text[rid.value_start : rid.value_end]), None)
             if lent is not None:
-                edits.append((rid.value_start, rid.value_end, lent.theirs))
+                give(rid, "id", lent.theirs)
                 if lent.token_ours is not None:
                     self._tokens.pop(lent.token_ours, None)
                 self._finished.append((lent.connection, id_key(lent.theirs)))
-            return edits
+            return
         token = _at(text, start, "params", "progressToken")
         if token is not None:
             lent = self._tokens.get(text[token.value_start : token.value_end])
             if lent is not None and lent.token_theirs is not None:
-                edits.append((token.value_start, token.value_end, lent.token_theirs))
+                give(token, "token", lent.token_theirs)
         related = _at(text, start, "params", "_meta", RELATED)
         if related is not None:
             lent = self.lent.get(id_key(text[related.value_start : related.value_end]))
             if lent is not None:
-                edits.append((related.value_start, related.value_end, lent.theirs))
-        return edits
+                give(related, "related", lent.theirs)
 
     def cancel(self, frame: Frame, connection: int) -> tuple[str, Frame] | None:
         """Where a client's ``notifications/cancelled`` goes, and as what; None: to nobody (see
@@ -182,10 +215,9 @@ class PoolIds:
         if requested is None:
             return None
         edits = [(requested.value_start, requested.value_end, target.ours)]
-        meta = {**(frame.meta or {}), "pool": [{"id": target.theirs, "ours": target.ours}]}
-        return target.sid, Frame(
-            _edited(frame.data, edits, text), frame.direction, frame.origin, frame.ts, meta
-        )
+        edited = Frame(_edited(frame.data, edits, text), frame.direction, frame.origin, frame.ts)
+        note = {"as": "cancelled", "theirs": target.theirs, "ours": target.ours}
+        return target.sid, self._lend(frame, edited, [note])
 
     def forget(self, sid: str) -> None:
         """A pool session ended: what it ran is answered by nobody now."""
@@ -195,3 +227,67 @@ class PoolIds:
                     del self.lent[key]
                     if lent.token_ours is not None:
                         self._tokens.pop(lent.token_ours, None)
+
+
+def upstream_view(frame: Frame) -> dict[str, Any] | None:
+    """What routes a given-back frame, as the upstream wrote it (our ids); None: not given back."""
+    notes = (frame.meta or {}).get("pool")
+    for note in notes if isinstance(notes, list) else ():
+        try:
+            ours = orjson.loads(note["ours"])
+        except (KeyError, orjson.JSONDecodeError):
+            continue
+        if note.get("as") == "id":
+            return {"jsonrpc": "2.0", "id": ours, "result": None}
+        if note.get("as") == "token":
+            return {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": ours}}
+        if note.get("as") == "related":
+            return {"jsonrpc": "2.0", "method": "notifications/message", "params": {"_meta": {RELATED: ours}}}
+    return None
+
+
+class PoolUpstream(LinkBase):
+    """A pool session's upstream link as its clients see it: client frames go out with the pool's
+    ids and tokens (:meth:`PoolIds.outgoing`), upstream frames come in with the client's
+    (:meth:`PoolIds.give_back`, noted in their ``pool`` metadata)."""
+
+    def __init__(self, inner: Link, ids: PoolIds) -> None:
+        self.inner = inner
+        self.ids = ids
+        self.name = inner.name
+
+    def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
+        def back(frame: Frame) -> Awaitable[Any] | None:
+            found = self.ids.give_back(frame.data)
+            if found is not None:
+                data, notes = found
+                frame = Frame(
+                    data, frame.direction, frame.origin, frame.ts, {**(frame.meta or {}), "pool": notes}
+                )
+            return deliver(frame)
+
+        self.inner.start(back, ended, event)
+
+    def send(self, frame: Frame) -> Awaitable[Any] | None:
+        return self.inner.send(self.ids.outgoing(frame))
+
+    def prepare(self, frame: Frame) -> dict[str, Any] | None:
+        return self.inner.prepare(self.ids.outgoing(frame, keep=True))
+
+    def close_send(self) -> None:
+        self.inner.close_send()
+
+    def stop_receiving(self) -> None:
+        self.inner.stop_receiving()
+
+    async def aclose(self, grace: float) -> LinkEnd:
+        return await self.inner.aclose(grace)
+
+    def hurry(self) -> None:
+        self.inner.hurry()
+
+    def kill(self) -> None:
+        self.inner.kill()
+
+    def watch_transport(self, settled: Callable[[str], None]) -> None:
+        self.inner.watch_transport(settled)

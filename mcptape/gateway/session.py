@@ -77,7 +77,8 @@ class StreamableSessions:
     async def post(self, request: web.Request, name: str, forward_auth: str | None) -> web.StreamResponse:
         manager = self.manager
         body = await read_body(request)
-        frame = received = Frame(body, "c2s", meta=frame_meta(request, "post", manager.config.redact_names))
+        frame = Frame(body, "c2s", meta=frame_meta(request, "post", manager.config.redact_names))
+        routed: Frame | None = None  # a pool's: the frame as the upstream gets it
         sid = request.headers.get(SESSION_ID)
         headers: dict[str, str] = {}
         if sid is not None:
@@ -102,24 +103,24 @@ class StreamableSessions:
             taken = manager.stateless(name, frame, request.path, forward_auth, id(request.transport))
             if taken is None:
                 return web.Response(status=202)  # a cancellation sure of no request: passed to nobody
-            gateway_session, frame = taken
+            gateway_session, routed = taken
         link = gateway_session.link
         assert isinstance(link, HttpSessionLink)
         try:
-            stream = await link.post(frame, headers, prime=primes(request, frame))
+            stream = await link.post(frame, headers, prime=primes(request, frame), routed=routed)
         except LinkClosed:
             if not gateway_session.stateless:
                 return http_error(404, "the session is closing")
             # That pool session is ending (idle, its upstream died): a fresh one takes the request.
             gateway_session.closing = True
-            taken = manager.stateless(name, received, request.path, forward_auth, id(request.transport))
+            taken = manager.stateless(name, frame, request.path, forward_auth, id(request.transport))
             if taken is None:
                 return web.Response(status=202)
-            gateway_session, frame = taken
+            gateway_session, routed = taken
             link = gateway_session.link
             assert isinstance(link, HttpSessionLink)
             try:
-                stream = await link.post(frame, headers, prime=primes(request, frame))
+                stream = await link.post(frame, headers, prime=primes(request, frame), routed=routed)
             except LinkClosed:
                 return http_error(502, "the upstream session ended before it took the request")
         if stream is None:

@@ -156,19 +156,26 @@ class HttpSessionLink(DownstreamLink):
         self.get_stream = EventStream("g", stream_meta("GET", path, "get", {}), self.backlog)
         self.streams: dict[str, EventStream] = {"g": self.get_stream}
         self._closed_order: deque[str] = deque()
-        # A pool session (2026-07-28, shared by clients): the client's own ids and progress
-        # tokens for what the upstream sends (see mcptape.gateway.poolids); None: as it came.
-        self.give_back: Callable[[bytes], bytes | None] | None = None
+        # A pool session (2026-07-28, shared by clients): what routes a server frame, as the
+        # upstream wrote it (its ids are the pool's, unique; see mcptape.gateway.poolids).
+        self.route_view: Callable[[Frame], Any] | None = None
 
     async def post(
-        self, frame: Frame, headers: dict[str, str] | None = None, *, prime: bool = False
+        self,
+        frame: Frame,
+        headers: dict[str, str] | None = None,
+        *,
+        prime: bool = False,
+        routed: Frame | None = None,
     ) -> EventStream | None:
         """Deliver a POSTed frame; the stream its answers come on (sent with ``headers``), or None (202).
 
         ``prime``: the stream starts with a priming event (see :meth:`EventStream.prime`).
+        ``routed``: the frame as the upstream gets it, when that differs (a pool's ids): what
+        comes back is routed by it.
         """
         stream: EventStream | None = None
-        message = frame.message
+        message = (routed or frame).message
         key = f"p{next(self._numbers)}"
         if message is not None:
             with self._lock:
@@ -197,13 +204,10 @@ class HttpSessionLink(DownstreamLink):
             return {key for entry in self.router.open.values() for key in entry.ids}
 
     def _place(self, frame: Frame) -> tuple[dict[str, Any], EventStream]:
-        message = frame.message
+        message = (self.route_view(frame) if self.route_view is not None else None) or frame.message
         target = self.router.route(message) if message is not None else None
         stream = (self.streams.get(target) if target is not None else None) or self.get_stream
-        data = frame.data
-        if self.give_back is not None:
-            data = self.give_back(data) or data
-        event_id = stream.push(data, droppable=frame.kind == "notification")
+        event_id = stream.push(frame.data, droppable=frame.kind == "notification")
         if message is not None:
             for done in self.router.answered(message):
                 self._retire(done)
