@@ -11,8 +11,9 @@ import pytest
 
 from mcptape.config.registry import UpstreamSpec
 from mcptape.gateway.app import GatewayConfig
-from mcptape.store import backlog
-from mcptape.store.backlog import HELD, Backlog
+from mcptape.store.backlog import Backlog
+from mcptape.wire import held
+from mcptape.wire.held import HELD
 from tests.helpers.inprocess import running_gateway
 from tests.helpers.recording import INITIALIZE
 from tests.helpers.upstreams import HeaderLog, echo_app, serving
@@ -21,7 +22,7 @@ BOUND = 1 << 20
 
 
 def test_writers_share_one_bound_for_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(backlog, "PROCESS_MAX_BYTES", BOUND)
+    monkeypatch.setattr(held, "PROCESS_MAX_BYTES", BOUND)
     first, second = Backlog(10.0, 64 << 20), Backlog(10.0, 64 << 20)
     try:
         first.queued(BOUND // 2 + 1, frame=True)
@@ -40,7 +41,7 @@ def test_writers_share_one_bound_for_the_process(monkeypatch: pytest.MonkeyPatch
 def test_twenty_gateway_sessions_under_a_locked_database_hold_one_bound_of_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(backlog, "PROCESS_MAX_BYTES", BOUND)
+    monkeypatch.setattr(held, "PROCESS_MAX_BYTES", BOUND)
     db = tmp_path / "g.db"
     frame = 100_000
     sessions = 20

@@ -16,7 +16,7 @@ bytes limit holds producers back: a lock held for seconds (``sqlite3`` in a term
 a long ``BEGIN IMMEDIATE``) or a restart would otherwise stall forwarding as long, and
 holding the relay back cannot make those rows commit sooner.
 
-The bytes limit is also one for the whole process (:data:`HELD`, :data:`PROCESS_MAX_BYTES`):
+The bytes limit is also one for the whole process (:data:`mcptape.wire.held.HELD`):
 every writer and every recorder still waiting for its store counts what it holds there,
 so twenty gateway sessions under a locked database hold tens of MB, not twenty times that.
 
@@ -35,50 +35,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Final, Protocol
+from typing import Final
+
+from mcptape.wire.held import HELD
 
 SAMPLE_S: Final = 0.005
 POLL_S: Final = 0.05
-PROCESS_MAX_BYTES: Final = 64 << 20  # what the whole process holds for its stores, at most
-
-
-class Holder(Protocol):
-    @property
-    def held_bytes(self) -> int: ...
-
-
-class Held:
-    """Bytes of rows this process holds for its stores (queued to writers, or kept by recorders
-    whose store is not open yet), whatever the session or writer: one count for one bound.
-
-    Each holder counts its own bytes and this sums them when asked: no lock that a writer
-    thread would wait on (see the module docstring), and list operations are atomic.
-    """
-
-    def __init__(self) -> None:
-        self._holders: list[Holder] = []
-
-    def hold(self, holder: Holder) -> None:
-        self._holders.append(holder)
-
-    def let_go(self, holder: Holder) -> None:
-        with contextlib.suppress(ValueError):
-            self._holders.remove(holder)
-
-    @property
-    def bytes(self) -> int:
-        return sum(holder.held_bytes for holder in list(self._holders))
-
-    @property
-    def over(self) -> bool:
-        return self.bytes > PROCESS_MAX_BYTES
-
-    @property
-    def under_half(self) -> bool:
-        return self.bytes <= PROCESS_MAX_BYTES // 2
-
-
-HELD: Final = Held()
 
 
 class Backlog:

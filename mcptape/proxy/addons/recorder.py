@@ -6,7 +6,7 @@ migrates the database in the background while the first frames are forwarded at
 once). Past :data:`EARLY_LIMIT` bytes held, the relay waits for the store.
 
 Memory: what every recorder of the process holds early and what its writers hold counts
-against one bound for the whole process (:data:`mcptape.store.backlog.HELD`): past it
+against one bound for the whole process (:data:`mcptape.wire.held.HELD`): past it
 the relay waits, whatever the session (a gateway serves many).
 
 Back-pressure: when the writer's backlog passes its limit (about 100 ms of traffic),
@@ -24,10 +24,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mcptape.proxy.addonmanager import Flow, Outcome, SessionContext
-from mcptape.store.backlog import HELD
 from mcptape.terminal import say
 from mcptape.wire.frame import KEEP_PARSED_BYTES
 from mcptape.wire.handshake import HELLO_METHODS, client_hello, server_hello
+from mcptape.wire.held import HELD
 from mcptape.wire.largeframes import LARGE, LARGE_FRAME_BYTES
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ class Recorder:
 
     @property
     def held_bytes(self) -> int:
-        """Bytes held for a store that is not open yet (see :data:`~mcptape.store.backlog.HELD`)."""
+        """Bytes held for a store that is not open yet (see :data:`~mcptape.wire.held.HELD`)."""
         return self._early_bytes
 
     def attach(self, writer: Writer, session_id: str) -> None:
@@ -222,7 +222,7 @@ class Recorder:
         Waiting bounds what a kill -9 loses to ~100 ms of traffic; a database locked by
         someone else for seconds would stall the client as long, so past
         BLOCKED_PATIENCE the frames wait in memory instead (within the process's bound,
-        :data:`~mcptape.store.backlog.PROCESS_MAX_BYTES`), said once.
+        :data:`~mcptape.wire.held.PROCESS_MAX_BYTES`), said once.
         """
         if self._blocked:
             await writer.drain()
