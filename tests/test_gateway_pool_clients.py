@@ -138,3 +138,16 @@ def test_the_clients_frame_stays_as_sent_and_its_edited_form_goes_upstream_once(
     ]
     assert ids.outgoing(client, keep=True) is edited
     assert ids.outgoing(client) is edited and ids.outgoing(client) is client  # handed out once
+
+
+def test_a_frame_forwarded_in_place_of_a_clients_goes_upstream_with_what_that_one_was_lent() -> None:
+    ids = PoolIds()
+    client = _frame(paced_call(3, "E", 1, 0))
+    ids.take(client, "s1", connection=1)
+    # An injector declaring capabilities forwards a frame of its own in the client's place.
+    body = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"progressToken":"t"},"x":1}}'
+    out = json.loads(ids.outgoing(Frame(body, "c2s", "proxy")).data)
+    assert (
+        out["id"] == "mcptape-pool-1" and out["params"]["_meta"]["progressToken"] == "mcptape-pool-1-progress"
+    )
+    assert ids.outgoing(client) is client  # the client's own frame is not sent now

@@ -53,6 +53,7 @@ class Lent:
     connection: int
     token_ours: str | None = None
     token_theirs: str | None = None
+    sent: bool = False  # its edited form went upstream
 
 
 def _member(text: str, start: int, key: str) -> Member | None:
@@ -97,7 +98,7 @@ class PoolIds:
         self._tokens: dict[str, Lent] = {}  # our progress token's text -> the request
         self._finished: deque[tuple[int, str]] = deque(maxlen=KEEP_FINISHED)  # (connection, their id key)
         # Client frames on their way through the relay -> their edited form for the upstream.
-        self._outgoing: OrderedDict[int, tuple[Frame, Frame]] = OrderedDict()
+        self._outgoing: OrderedDict[int, tuple[Frame, Frame, list[Lent]]] = OrderedDict()
 
     def take(self, frame: Frame, sid: str, connection: int) -> Frame:
         """A client's frame as the pool's upstream gets it: each request with an id of ours.
@@ -106,7 +107,6 @@ class PoolIds:
         the upstream link (:class:`PoolUpstream`), the edited frame goes out in its place.
         """
         text = frame.data.decode("utf-8", "surrogateescape")
-        edits: list[tuple[int, int, str]] = []
         taken = []
         for start in _objects(text):
             method, rid = _member(text, start, "method"), _member(text, start, "id")
@@ -114,14 +114,12 @@ class PoolIds:
                 continue
             number = next(self._numbers)
             lent = Lent(sid, f'"{PREFIX}{number}"', text[rid.value_start : rid.value_end], connection)
-            edits.append((rid.value_start, rid.value_end, lent.ours))
             token = _at(text, start, "params", "_meta", "progressToken")
             if token is not None:
                 lent.token_theirs = text[token.value_start : token.value_end]
                 lent.token_ours = f'"{PREFIX}{number}-progress"'
-                edits.append((token.value_start, token.value_end, lent.token_ours))
             taken.append(lent)
-        if not edits:
+        if not taken:
             return frame
         with self._lock:
             for lent in taken:
@@ -129,24 +127,58 @@ class PoolIds:
                 if lent.token_ours is not None:
                     self._tokens[lent.token_ours] = lent
         pool = [{"as": "id", "theirs": lent.theirs, "ours": lent.ours} for lent in taken]
-        edited = Frame(_edited(frame.data, edits, text), frame.direction, frame.origin, frame.ts)
-        return self._lend(frame, edited, pool)
+        return self._lend(frame, self._edit(frame, taken), pool, taken)
 
-    def _lend(self, frame: Frame, edited: Frame, pool: list[dict[str, str]]) -> Frame:
+    def _edit(self, frame: Frame, lents: list[Lent]) -> Frame:
+        """``frame`` with the requests' ids and progress tokens the ones ``lents`` give them, in order."""
+        text = frame.data.decode("utf-8", "surrogateescape")
+        edits: list[tuple[int, int, str]] = []
+        requests = [s for s in _objects(text) if _member(text, s, "method") and _member(text, s, "id")]
+        for start, lent in zip(requests, lents, strict=False):
+            rid = _member(text, start, "id")
+            assert rid is not None
+            edits.append((rid.value_start, rid.value_end, lent.ours))
+            token = _at(text, start, "params", "_meta", "progressToken")
+            if token is not None and lent.token_ours is not None:
+                edits.append((token.value_start, token.value_end, lent.token_ours))
+        return Frame(_edited(frame.data, edits, text), frame.direction, frame.origin, frame.ts)
+
+    def _lend(self, frame: Frame, edited: Frame, pool: list[dict[str, str]], lents: list[Lent]) -> Frame:
         frame.meta = {**(frame.meta or {}), "pool": pool}
         edited.meta = frame.meta
         with self._lock:
-            self._outgoing[id(frame)] = (frame, edited)
+            self._outgoing[id(frame)] = (frame, edited, lents)
             while len(self._outgoing) > KEEP_OUTGOING:
                 self._outgoing.popitem(last=False)
         return edited
 
     def outgoing(self, frame: Frame, *, keep: bool = False) -> Frame:
-        """The frame that goes upstream for ``frame``: its edited form, if it has one (let go of
-        unless ``keep``)."""
+        """The frame that goes upstream for ``frame`` (let go of unless ``keep``): its edited form.
+
+        A frame forwarded in place of a client's (an injector declaring capabilities in it)
+        was never lent anything: it takes what the latest unsent request with its id got.
+        """
         with self._lock:
-            found = self._outgoing.get(id(frame)) if keep else self._outgoing.pop(id(frame), None)
-        return found[1] if found is not None and found[0] is frame else frame
+            found = self._outgoing.get(id(frame))
+            if found is not None and found[0] is frame:
+                if not keep:
+                    del self._outgoing[id(frame)]
+                    for lent in found[2]:
+                        lent.sent = True
+                return found[1]
+            if frame.kind != "request" or frame.rpc_id is None:
+                return frame
+            theirs = id_key(frame.rpc_id)
+            unsent = [lent for lent in self.lent.values() if not lent.sent and id_key(lent.theirs) == theirs]
+            if not unsent:
+                return frame
+            lent = unsent[-1]
+            if not keep:
+                lent.sent = True
+                for key, (_, _, lents) in list(self._outgoing.items()):
+                    if lent in lents:  # the client's frame it stood in for is not sent now
+                        del self._outgoing[key]
+        return self._edit(frame, [lent])
 
     def give_back(self, data: bytes) -> tuple[bytes, list[dict[str, str]]] | None:
         """An upstream frame as the client gets it: answers and progress with the client's own id
@@ -217,7 +249,7 @@ class PoolIds:
         edits = [(requested.value_start, requested.value_end, target.ours)]
         edited = Frame(_edited(frame.data, edits, text), frame.direction, frame.origin, frame.ts)
         note = {"as": "cancelled", "theirs": target.theirs, "ours": target.ours}
-        return target.sid, self._lend(frame, edited, [note])
+        return target.sid, self._lend(frame, edited, [note], [])
 
     def forget(self, sid: str) -> None:
         """A pool session ended: what it ran is answered by nobody now."""

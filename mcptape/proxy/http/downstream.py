@@ -32,12 +32,15 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
+
 from mcptape.proxy.http.eventstream import CLOSED, Backlog, EventStream
 from mcptape.proxy.http.headers import that_matter
 from mcptape.proxy.http.routing import Router
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LoopSideLink
 from mcptape.redact import placeholder
-from mcptape.wire.frame import Frame
+from mcptape.wire.frame import Frame, encode_id
+from mcptape.wire.ids import id_key
 
 KEEP_STREAMS = 256  # closed streams remembered per session, for a late resumption (bytes: CLOSED)
 
@@ -159,6 +162,9 @@ class HttpSessionLink(DownstreamLink):
         # A pool session (2026-07-28, shared by clients): what routes a server frame, as the
         # upstream wrote it (its ids are the pool's, unique; see mcptape.gateway.poolids).
         self.route_view: Callable[[Frame], Any] | None = None
+        # ... and for an answer mcptape wrote itself with a client's id (an injector's final
+        # answer), the pool ids that client id was sent upstream as, oldest first.
+        self._pool_ids: dict[str, list[str]] = {}
 
     async def post(
         self,
@@ -179,6 +185,10 @@ class HttpSessionLink(DownstreamLink):
         key = f"p{next(self._numbers)}"
         if message is not None:
             with self._lock:
+                if routed is not None:
+                    for note in (frame.meta or {}).get("pool") or ():
+                        if note.get("as") == "id":
+                            self._pool_ids.setdefault(id_key(note["theirs"]), []).append(note["ours"])
                 if self.router.opened(key, message):
                     meta = stream_meta("POST", self.path, "post", headers or {})
                     stream = self.streams[key] = EventStream(key, meta, self.backlog)
@@ -203,8 +213,29 @@ class HttpSessionLink(DownstreamLink):
         with self._lock:
             return {key for entry in self.router.open.values() for key in entry.ids}
 
+    def _pool_view(self, frame: Frame) -> Any:
+        """Under the lock: how a pool session's server frame is routed (None: by itself)."""
+        view = self.route_view(frame) if self.route_view is not None else None
+        theirs = frame.rpc_id if frame.kind in ("response", "error") else None
+        if theirs is None or not self._pool_ids:
+            return view
+        lent = self._pool_ids.get(id_key(theirs))
+        if not lent:
+            return view
+        if view is not None and "id" not in view:
+            return view
+        ours = encode_id(view["id"]) if view is not None else lent[0]
+        if ours in lent:
+            lent.remove(ours)
+        if not lent:
+            del self._pool_ids[id_key(theirs)]
+        if view is None:  # written by mcptape with the client's id: routed as the oldest it stands for
+            view = {"jsonrpc": "2.0", "id": orjson.loads(ours), "result": None}
+        return view
+
     def _place(self, frame: Frame) -> tuple[dict[str, Any], EventStream]:
-        message = (self.route_view(frame) if self.route_view is not None else None) or frame.message
+        message = self._pool_view(frame) if self.route_view is not None else None
+        message = message or frame.message
         target = self.router.route(message) if message is not None else None
         stream = (self.streams.get(target) if target is not None else None) or self.get_stream
         event_id = stream.push(frame.data, droppable=frame.kind == "notification")
