@@ -35,7 +35,7 @@ from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkBase, LinkEn
 from mcptape.wire.frame import Frame
 from mcptape.wire.ids import id_key
 from mcptape.wire.jsontext import Member, element_spans, object_members
-from mcptape.wire.protocol import CANCELLED
+from mcptape.wire.protocol import CANCELLED, MESSAGE, PROGRESS
 
 PREFIX = "mcptape-pool-"
 RELATED = "io.modelcontextprotocol/related-request-id"
@@ -272,9 +272,9 @@ def upstream_view(frame: Frame) -> dict[str, Any] | None:
         if note.get("as") == "id":
             return {"jsonrpc": "2.0", "id": ours, "result": None}
         if note.get("as") == "token":
-            return {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": ours}}
+            return {"jsonrpc": "2.0", "method": PROGRESS, "params": {"progressToken": ours}}
         if note.get("as") == "related":
-            return {"jsonrpc": "2.0", "method": "notifications/message", "params": {"_meta": {RELATED: ours}}}
+            return {"jsonrpc": "2.0", "method": MESSAGE, "params": {"_meta": {RELATED: ours}}}
     return None
 
 
