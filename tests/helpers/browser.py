@@ -1,69 +1,82 @@
-"""A real browser for tests: Debian's Chromium, headless, driven by Playwright (never a downloaded browser).
+"""Test helper: Debian's Chromium, headless, driven by Playwright's Python package.
 
-``.ci/run`` installs the ``chromium`` package; Playwright's Python package drives it through
-``executable_path``, so no browser is fetched. Without the package a test skips, saying so.
+Playwright never downloads a browser here (`playwright install` is not used): it drives
+the system's ``/usr/bin/chromium`` (`apt-get install -y chromium`; `.ci/run` installs it).
+Without it the browser tests are skipped, saying why, except under CI (``CI=true``),
+where a missing browser fails them. Screenshots go to :data:`SCREENSHOTS`, which CI keeps
+(ignored by git).
+
+    from tests.helpers.browser import browser, screenshot  # noqa: F401 (a fixture)
+
+An asyncio test (a page beside an in-process gateway on the same loop) uses
+``async with chromium() as browser`` instead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+ROOT: Final = Path(__file__).resolve().parents[2]
+CHROMIUM: Final = Path("/usr/bin/chromium")
+LAUNCH_ARGS: Final = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+SCREENSHOTS: Final = ROOT / "tests" / "artifacts" / "screenshots"
 
 
-def _executable() -> str:
+def _missing(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}: CI must have it (.ci/run installs chromium and the dev extras)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless Chromium for the test module.
+
+    Not for the whole session: Playwright's sync API keeps an event loop running in the
+    main thread while it is open, and asyncio tests of later modules could not start theirs."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("the playwright package is not installed (pip install -e '.[dev]')")
     if not CHROMIUM.exists():
-        pytest.skip(
-            f"Debian's chromium is not installed at {CHROMIUM} (apt-get install -y chromium; .ci/run does)"
-        )
-    return str(CHROMIUM)
+        _missing(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
 
 
 @contextlib.asynccontextmanager
 async def chromium() -> AsyncIterator[Any]:
-    """A headless Chromium (Playwright's async ``Browser``), closed after the block."""
-    from playwright.async_api import async_playwright
-
-    executable = _executable()
+    """A headless Chromium through Playwright's async API (a ``Browser``), closed after the block."""
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError:
+        _missing("the playwright package is not installed (pip install -e '.[dev]')")
+    if not CHROMIUM.exists():
+        _missing(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=executable, args=FLAGS)
+        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         try:
-            yield browser
+            yield launched
         finally:
-            await browser.close()
+            await launched.close()
 
 
-@contextlib.contextmanager
-def chromium_sync() -> Iterator[Any]:
-    """The same browser for blocking tests (Playwright's sync ``Browser``)."""
-    from playwright.sync_api import sync_playwright
-
-    executable = _executable()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=FLAGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-@pytest.fixture
-def browser() -> Iterator[Any]:
-    """A headless Chromium for a blocking test (import this fixture into the test module)."""
-    with chromium_sync() as launched:
-        yield launched
+def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
+    """Save a PNG of ``page`` as ``SCREENSHOTS/name.png`` and return its path."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
