@@ -15,6 +15,11 @@ process holds, a PostgreSQL server restarting), the lag limit is lifted and only
 bytes limit holds producers back: a lock held for seconds (``sqlite3`` in a terminal,
 a long ``BEGIN IMMEDIATE``) or a restart would otherwise stall forwarding as long, and
 holding the relay back cannot make those rows commit sooner.
+
+The bytes limit is also one for the whole process (:data:`mcptape.wire.held.HELD`):
+every writer and every recorder still waiting for its store counts what it holds there,
+so twenty gateway sessions under a locked database hold tens of MB, not twenty times that.
+
 The writer
 thread never waits for a lock a producer may hold (a producer may be interrupted by a
 signal handler that closes the writer): it wakes waiters only when their lock is free,
@@ -31,6 +36,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from typing import Final
+
+from mcptape.wire.held import HELD
 
 SAMPLE_S: Final = 0.005
 POLL_S: Final = 0.05
@@ -61,6 +68,12 @@ class Backlog:
         self._locked_out = False
         self._progress = threading.Condition(threading.Lock())
         self._drainers: deque[tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = deque()
+        HELD.hold(self)
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes queued and not yet committed (what this writer holds in memory)."""
+        return self._queued_bytes - self._done_bytes
 
     def queued(self, nbytes: int, *, frame: bool) -> None:
         """A producer queued one row of ``nbytes``."""
@@ -105,6 +118,7 @@ class Backlog:
     def release(self) -> None:
         """Nothing will be committed any more (the writer stopped or failed): nobody should wait."""
         self._released = True
+        HELD.let_go(self)  # what it still has will never be written: no longer held for a store
         self.wake()
 
     @property
@@ -136,7 +150,7 @@ class Backlog:
             return False
         if self._yielding:
             return self._queued_bytes - self._done_bytes - self._yielding > self.max_bytes
-        over_bytes = self._queued_bytes - self._done_bytes > self.max_bytes
+        over_bytes = self._queued_bytes - self._done_bytes > self.max_bytes or HELD.over
         return over_bytes or (not self._locked_out and self.lag() > self.max_lag)
 
     def under_half(self) -> bool:
@@ -145,7 +159,7 @@ class Backlog:
             return True
         if self._yielding:
             return self._queued_bytes - self._done_bytes - self._yielding <= self.max_bytes // 2
-        under_bytes = self._queued_bytes - self._done_bytes <= self.max_bytes // 2
+        under_bytes = self._queued_bytes - self._done_bytes <= self.max_bytes // 2 and HELD.under_half
         return under_bytes and (self._locked_out or self.lag() <= self.max_lag / 2)
 
     def wait_below_limit(self, timeout: float | None = None) -> bool:

@@ -54,7 +54,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from mcptape.store.backlog import Backlog, resolve
-from mcptape.store.correlation import Correlator
+from mcptape.store.correlation import Correlator, pairing_id
 from mcptape.store.errors import (
     StoreError,
     WriterClosedError,
@@ -181,6 +181,7 @@ class Writer:
         builds its row, so the frame is not in memory three times at once.
         """
         # The row is built on the writer thread: the producer only pays for the enqueue.
+        frame.forget_message()
         size = len(frame.data)
         large = size >= LARGE_FRAME_BYTES
         if large:
@@ -514,7 +515,7 @@ class Writer:
             frame.direction,
             kind,
             frame.method,
-            frame.rpc_id,
+            pairing_id(frame),
             frame.message if kind == "batch" else None,
             replaces if isinstance(replaces, int) else None,
         )

@@ -311,3 +311,15 @@ class Frame:
     def text(self) -> str:
         """The frame as text; invalid UTF-8 is replaced (the exact bytes stay in ``data``)."""
         return _lossy(self.data)
+
+    def forget_message(self) -> None:
+        """Let go of the parsed value (kind, method and id stay): a frame that only waits to be
+        written must not hold a second copy of itself (``message`` parses again if asked)."""
+        self._msg = _UNPARSED
+
+    def stand_in(self, data: bytes, meta: dict[str, Any] | None) -> Frame:
+        """A frame recorded in this one's place (redacted, withheld): other bytes, the same
+        direction, origin, time, kind, method and id."""
+        other = Frame(data, self.direction, self.origin, self.ts, meta)
+        other._cls = self._ensure()
+        return other

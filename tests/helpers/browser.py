@@ -7,12 +7,16 @@ where a missing browser fails them. Screenshots go to :data:`SCREENSHOTS`, which
 (ignored by git).
 
     from tests.helpers.browser import browser, screenshot  # noqa: F401 (a fixture)
+
+An asyncio test (a page beside an in-process gateway on the same loop) uses
+``async with chromium() as browser`` instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -51,6 +55,23 @@ def browser() -> Iterator[Any]:
             yield launched
         finally:
             launched.close()
+
+
+@contextlib.asynccontextmanager
+async def chromium() -> AsyncIterator[Any]:
+    """A headless Chromium through Playwright's async API (a ``Browser``), closed after the block."""
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError:
+        _missing("the playwright package is not installed (pip install -e '.[dev]')")
+    if not CHROMIUM.exists():
+        _missing(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
 
 
 def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:

@@ -34,7 +34,7 @@ from typing import Any
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed
 from mcptape.proxy.links.framing import LineSplitter
 from mcptape.proxy.links.process import ProcessLink
-from mcptape.proxy.links.stdio import IOV_MAX, QUEUE_LIMIT, READ_CHUNK, _parts
+from mcptape.proxy.links.stdio import IOV_MAX, QUEUE_LIMIT, READ_CHUNK, line_parts
 from mcptape.wire.frame import Frame
 
 
@@ -44,7 +44,7 @@ class LoopProcessLink(ProcessLink):
     def _start_pipes(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
         loop = asyncio.get_running_loop()
         self._loop, self._loop_thread = loop, threading.get_ident()
-        self._deliver, self._ended = deliver, ended
+        self._deliver, self._ended, self._event = deliver, ended, event
         self._splitter = LineSplitter()
         self._backlog: deque[bytes] = deque()
         self._paused = False
@@ -149,7 +149,7 @@ class LoopProcessLink(ProcessLink):
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
         self._check_open()
-        parts = _parts(frame)
+        parts = line_parts(frame, self._event)
         if threading.get_ident() != self._loop_thread:
             assert self._loop is not None
             with contextlib.suppress(RuntimeError):

@@ -18,6 +18,11 @@ passes :data:`QUEUE_LIMIT` bytes, ``send`` returns an awaitable (on the loop) or
 
 A frame that arrives without a trailing newline at end of stream is sent on without
 one too (``meta["eol"] = False``), so forwarding stays byte-faithful.
+
+A frame that came from a stream that is not line-delimited (an HTTP body, an SSE event
+of several ``data:`` lines) may hold line feeds: it is written on one line
+(:func:`~mcptape.wire.jsontext.one_line`), and a ``reframed`` event says so; the frame
+is recorded as it was received.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from mcptape.proxy.link import (
 )
 from mcptape.proxy.links.framing import LineSplitter
 from mcptape.wire.frame import Direction, Frame
+from mcptape.wire.jsontext import one_line
 from mcptape.wire.largeframes import LARGE, LARGE_FRAME_BYTES, give_large_blocks_back
 
 READ_CHUNK = 1 << 18
@@ -70,9 +76,26 @@ def flush_held() -> None:
 BEFORE_WAIT.append(flush_held)
 
 
-def _parts(frame: Frame) -> list[memoryview]:
+def line_parts(frame: Frame, event: EventSink | None) -> list[memoryview]:
+    """The buffers that write ``frame`` as one line; a frame holding line feeds is re-framed
+    onto one line, and ``event`` told (see the module docstring)."""
+    data = one_line(frame.data)
+    if data is not frame.data and event is not None:
+        message = frame.message
+        method = message.get("method") if isinstance(message, dict) else None
+        event(
+            "reframed",
+            "a message with line breaks was written on one line for a line-delimited peer",
+            {
+                "direction": frame.direction,
+                "method": method if isinstance(method, str) else None,
+                "id": frame.rpc_id,
+                "received_bytes": len(frame.data),
+                "sent_bytes": len(data),
+            },
+        )
     eol = not (frame.meta is not None and frame.meta.get("eol") is False)
-    return [memoryview(frame.data), _EOL] if eol else [memoryview(frame.data)]
+    return [memoryview(data), _EOL] if eol else [memoryview(data)]
 
 
 class FdLink(LinkBase):
@@ -106,12 +129,14 @@ class FdLink(LinkBase):
         self._holder: int | None = None
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._end: LinkEnd | None = None
+        self._event: EventSink | None = None
 
     # -- receiving ----------------------------------------------------------------
 
     def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
+        self._event = event
         self._reader = threading.Thread(
             target=self._read_loop, args=(deliver, ended), name=f"mcptape-{self.name}-reader", daemon=True
         )
@@ -181,8 +206,8 @@ class FdLink(LinkBase):
     # -- sending ------------------------------------------------------------------
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
-        parts = _parts(frame)
-        size = len(frame.data) + 1
+        parts = line_parts(frame, self._event)
+        size = sum(len(p) for p in parts)
         me = threading.get_ident()
         on_loop = me == self._loop_thread
         with self._cv:
