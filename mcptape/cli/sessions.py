@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from sqlalchemy import RowMapping
 
     from mcptape.store import Store
+    from mcptape.store.targets import Target
 
 # Most useful first: what to type to see it, what it is, how it ended; the long upstream last.
 TABLE_COLUMNS = ["id", "name", "status", "started", "duration", "frames", "upstream"]
@@ -172,6 +173,22 @@ def session_or_error(source: Any, ref: str) -> RowMapping:
         raise UserError(str(exc)) from None
     except SQLAlchemyError as exc:
         raise UserError(f"cannot read the sessions table: {database_message(exc)}") from None
+
+
+def target_or_error(source: Any, ref: str) -> Target:
+    """The session or conversation ``ref`` names (:func:`mcptape.store.targets.resolve_target`),
+    or a one-line error."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from mcptape.store.queries import SessionLookupError
+    from mcptape.store.targets import resolve_target
+
+    try:
+        return resolve_target(source, ref)
+    except SessionLookupError as exc:
+        raise UserError(str(exc)) from None
+    except SQLAlchemyError as exc:
+        raise UserError(f"cannot read the recording: {database_message(exc)}") from None
 
 
 def database_message(exc: BaseException) -> str:
