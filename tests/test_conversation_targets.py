@@ -8,7 +8,6 @@ id that names neither is a one-line error.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -21,18 +20,6 @@ from mcptape.store.queries import AmbiguousSessionError, SessionLookupError
 from mcptape.store.targets import resolve_target, target_events, target_frames
 from tests.helpers.conversations import SHARED, TRACE, Conversations, build_conversations
 from tests.helpers.postgres import private_server
-
-
-@pytest.fixture
-def recorded(db_path: Path) -> Conversations:
-    return build_conversations(db_path)
-
-
-@pytest.fixture
-def store(db_path: Path, recorded: Conversations) -> Iterator[Store]:
-    opened = open_store(str(db_path), create=False)
-    yield opened
-    opened.close()
 
 
 def check_resolution(store: Store, c: Conversations) -> None:
@@ -73,9 +60,9 @@ def check_resolution(store: Store, c: Conversations) -> None:
 
 
 def test_a_session_a_shared_conversation_and_stitched_ones_resolve(
-    store: Store, recorded: Conversations
+    conversations_store: Store, conversations: Conversations
 ) -> None:
-    check_resolution(store, recorded)
+    check_resolution(conversations_store, conversations)
 
 
 @pytest.mark.slow
@@ -113,15 +100,15 @@ def show(db: Path, *args: str) -> Result:
 
 
 def test_show_merges_a_conversations_sessions_by_time_marking_each_line(
-    db_path: Path, recorded: Conversations
+    db_path: Path, conversations: Conversations
 ) -> None:
     result = show(db_path, SHARED)
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    a, b = recorded.shared_a[:6], recorded.shared_b[:6]
+    a, b = conversations.shared_a[:6], conversations.shared_b[:6]
     assert lines[0] == f"conversation {SHARED} · 2 sessions"
-    assert lines[1].startswith(f"  {a} = session {recorded.shared_a[:12]} · files · proxy · replica a")
-    assert lines[2].startswith(f"  {b} = session {recorded.shared_b[:12]} · files · proxy · replica b")
+    assert lines[1].startswith(f"  {a} = session {conversations.shared_a[:12]} · files · proxy · replica a")
+    assert lines[2].startswith(f"  {b} = session {conversations.shared_b[:12]} · files · proxy · replica b")
     body = [line.split()[1:5] for line in lines[3:]]
     assert body == [
         [a, "→", "req", "initialize"], [a, "←", "resp", "initialize"],
@@ -135,40 +122,42 @@ def test_show_merges_a_conversations_sessions_by_time_marking_each_line(
 
 
 def test_show_of_a_trace_shows_its_exchanges_across_replicas_and_nothing_else(
-    db_path: Path, recorded: Conversations
+    db_path: Path, conversations: Conversations
 ) -> None:
-    result = show(db_path, recorded.trace[:16])
+    result = show(db_path, conversations.trace[:16])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0] == f"conversation {recorded.trace} · 2 sessions · 6 frames of its exchanges"
+    assert lines[0] == f"conversation {conversations.trace} · 2 sessions · 6 frames of its exchanges"
     body = lines[3:]
     assert [line.split()[2:5] for line in body] == [
         ["→", "req", "tools/call"], ["←", "resp", "tools/call"],
         ["→", "req", "tools/call"], ["·", "stderr", "pool"], ["←", "resp", "tools/call"],
         ["→", "req", "tasks/get"], ["←", "resp", "tasks/get"],
     ]  # fmt: skip
-    assert [line.split()[1] for line in body] == [recorded.pool_a[:6]] * 2 + [recorded.pool_b[:6]] * 3 + [
-        recorded.pool_a[:6]
-    ] * 2
+    assert [line.split()[1] for line in body] == [conversations.pool_a[:6]] * 2 + [
+        conversations.pool_b[:6]
+    ] * 3 + [conversations.pool_a[:6]] * 2
     assert "progress" not in result.output and "other" not in result.output  # other conversations' traffic
     assert body[0].startswith(" +0.000s ")  # from the conversation's first exchange
 
 
 def test_show_json_of_a_conversation_names_each_frames_session(
-    db_path: Path, recorded: Conversations
+    db_path: Path, conversations: Conversations
 ) -> None:
-    result = show(db_path, recorded.client, "--json")
+    result = show(db_path, conversations.client, "--json")
     assert result.exit_code == 0, result.output
     frames = [orjson.loads(line) for line in result.output.splitlines()]
     assert [(f["session_id"], f["seq"], f["kind"]) for f in frames] == [
-        (recorded.pool_b, 1, "request"),
-        (recorded.pool_b, 2, "response"),
+        (conversations.pool_b, 1, "request"),
+        (conversations.pool_b, 2, "response"),
     ]
     session = show(db_path, "plain", "--json")
     assert "session_id" not in orjson.loads(session.output.splitlines()[0])  # a session's output is as it was
 
 
-def test_show_of_an_id_naming_neither_is_a_one_line_error(db_path: Path, recorded: Conversations) -> None:
+def test_show_of_an_id_naming_neither_is_a_one_line_error(
+    db_path: Path, conversations: Conversations
+) -> None:
     for ref, said in (
         ("trace-ffff", "no conversation 'trace-ffff' in the conversations view"),
         ("no-such-thing", "no session or conversation 'no-such-thing' (expected a session id"),

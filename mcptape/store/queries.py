@@ -19,6 +19,7 @@ import orjson
 from sqlalchemy import Connection, Engine, RowMapping, func, select
 
 from mcptape.store.schema import events, frames, sessions
+from mcptape.wire.jsontext import loads_or_none
 from mcptape.wire.protocol import HELLO_METHODS
 
 LAST: Final = "last"
@@ -345,12 +346,5 @@ def session_handshake(source: Any, session_id: str) -> dict[str, str]:
                 .limit(1)
             ).first()
             if reply is not None and reply.kind == "response":
-                return handshake_info(_loads(text), _loads(reply.text))
+                return handshake_info(loads_or_none(text), loads_or_none(reply.text))
     return {}
-
-
-def _loads(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None

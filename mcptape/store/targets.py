@@ -45,13 +45,17 @@ class Target:
     ``conversation_id`` (one client session recorded by several gateway replicas), or
     for 2026-07-28 traffic (``trace-…``, ``client-…`` ids) some exchanges of one or more
     sessions: ``seqs`` then holds, per session id, the seqs of those exchanges' frames
-    (requests and their replies), and ``span`` when they happened.
+    (requests and their replies), ``span`` when they happened, and ``windows`` when each
+    ran in each session: a pool session serves other clients too, so of its events only
+    those while one of the conversation's exchanges ran there are the conversation's.
     """
 
     sessions: tuple[RowMapping, ...]  # the first started first
     conversation: str | None = None  # None: one session, named as a session
     seqs: Mapping[str, tuple[int, ...]] | None = None  # None: every frame of the sessions
     span: tuple[float, float] | None = None
+    # Per session: when each of its exchanges ran there (request to reply), for its events.
+    windows: Mapping[str, tuple[tuple[float, float], ...]] | None = None
 
     @property
     def session(self) -> RowMapping:
@@ -155,17 +159,25 @@ def _stitched_conversation(conn: Connection, ref: str) -> Target | None:
             return None
         ref = ids[0]
     seqs: dict[str, set[int]] = {}
-    first, last = float("inf"), float("-inf")
+    windows: dict[str, list[tuple[float, float]]] = {}
     for conversation, session_id, request_seq, response_seq, requested_at, responded_at in rows:
         if conversation != ref:
             continue
         seqs.setdefault(session_id, set()).update(s for s in (request_seq, response_seq) if s is not None)
-        first, last = min(first, requested_at), max(last, responded_at or requested_at)
+        windows.setdefault(session_id, []).append((requested_at, responded_at or requested_at))
+    first = min(a for w in windows.values() for a, _ in w)
+    last = max(b for w in windows.values() for _, b in w)
     query = (
         select(sessions).where(sessions.c.id.in_(sorted(seqs))).order_by(sessions.c.started_at, sessions.c.id)
     )
     found = tuple(conn.execute(query).mappings())
-    return Target(found, ref, {sid: tuple(sorted(s)) for sid, s in seqs.items()}, (first, last))
+    return Target(
+        found,
+        ref,
+        {sid: tuple(sorted(s)) for sid, s in seqs.items()},
+        (first, last),
+        {sid: tuple(sorted(w)) for sid, w in windows.items()},
+    )
 
 
 def target_frames(source: Any, target: Target) -> Iterator[tuple[int, StoredFrame]]:
@@ -181,14 +193,30 @@ def target_frames(source: Any, target: Target) -> Iterator[tuple[int, StoredFram
 
 
 def target_events(source: Any, target: Target) -> Iterator[tuple[int, StoredEvent]]:
-    """The events of a session or a conversation (of a stitched conversation: those of its
-    sessions while its exchanges ran), like :func:`target_frames`."""
+    """The events of a session or a conversation (of a stitched conversation: those of each
+    session while one of its exchanges ran there), like :func:`target_frames`."""
     with connect(source) as conn:
         streams = [
-            _numbered(index, session_events(conn, sid, target.span))
+            _numbered(
+                index, _events(conn, sid, None if target.windows is None else target.windows.get(sid, ()))
+            )
             for index, sid in enumerate(target.session_ids)
         ]
         yield from heapq.merge(*streams, key=lambda item: (item[1].ts, item[0]))
+
+
+def _events(
+    conn: Connection, session_id: str, windows: Sequence[tuple[float, float]] | None
+) -> Iterator[StoredEvent]:
+    if windows is None:
+        yield from session_events(conn, session_id)
+        return
+    if not windows:
+        return
+    span = (min(a for a, _ in windows), max(b for _, b in windows))
+    for event in session_events(conn, session_id, span):
+        if any(a <= event.ts <= b for a, b in windows):
+            yield event
 
 
 def _numbered(index: int, items: Iterator[T]) -> Iterator[tuple[int, T]]:

@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any, Final, NamedTuple
 
+import orjson
+
 # Comments count as whitespace (VS Code's mcp.json is JSON with comments); a text a
 # strict JSON parser accepted has none outside strings, so this costs frames nothing.
 COMMENT: Final = r"//[^\n]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/"
@@ -176,3 +178,13 @@ def loads_jsonc(text: str) -> Any:
 def compact_json(text: str) -> str:
     """``text`` without whitespace outside strings."""
     return _COMPACT.sub(lambda m: m.group(1) or "", text)
+
+
+def loads_or_none(text: str | None) -> Any:
+    """A stored JSON text parsed (orjson); None when there is none or it is not JSON."""
+    if not text:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None

@@ -14,6 +14,8 @@
 - ``plain``: a session of its own, named ``plain``.
 
     from tests.helpers.conversations import build_conversations
+
+tests/conftest.py has them as fixtures: ``conversations`` and ``conversations_store``.
 """
 
 from __future__ import annotations
