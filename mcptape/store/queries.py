@@ -317,19 +317,21 @@ def handshake_info(request: Any, response: Any) -> dict[str, str]:
     return {k: v for k, v in found.items() if isinstance(v, str) and v}
 
 
-def session_handshake(source: Any, session_id: str) -> dict[str, str]:
+def session_handshake(source: Any, session_id: str, within: int | None = None) -> dict[str, str]:
     """``handshake_info`` of the session's first handshake the server answered with a result
-    (a client may try ``server/discover``, get an error and fall back to ``initialize``)."""
+    (a client may try ``server/discover``, get an error and fall back to ``initialize``);
+    among its first ``within`` frames only, when given (a session without a handshake is
+    otherwise read through to its end)."""
+    where = [
+        frames.c.session_id == session_id,
+        frames.c.direction == "c2s",
+        frames.c.kind == "request",
+        frames.c.method.in_(HELLO_METHODS),
+    ]
+    if within is not None:
+        where.append(frames.c.seq <= within)
     requests = (
-        select(frames.c.seq, frames.c.rpc_id, frames.c.text)
-        .where(
-            frames.c.session_id == session_id,
-            frames.c.direction == "c2s",
-            frames.c.kind == "request",
-            frames.c.method.in_(HELLO_METHODS),
-        )
-        .order_by(frames.c.seq)
-        .limit(5)
+        select(frames.c.seq, frames.c.rpc_id, frames.c.text).where(*where).order_by(frames.c.seq).limit(5)
     )
     with connect(source) as conn:
         for seq, rpc_id, text in list(conn.execute(requests)):
