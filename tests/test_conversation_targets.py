@@ -30,6 +30,7 @@ def check_resolution(store: Store, c: Conversations) -> None:
     assert shared.conversation == SHARED and shared.session_ids == [c.shared_a, c.shared_b]
     assert shared.seqs is None  # every frame of both replicas' rows
     assert resolve_target(store, SHARED[:8]).conversation == SHARED  # a unique prefix
+    assert resolve_target(store, SHARED[:8].upper()).conversation == SHARED  # as session prefixes are
     trace = resolve_target(store, c.trace)
     assert trace.session_ids == [c.pool_a, c.pool_b]
     assert trace.seqs == {c.pool_a: (1, 2, 4, 5), c.pool_b: (3, 4)}  # not the progress note (3), not call #4

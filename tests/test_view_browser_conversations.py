@@ -95,6 +95,9 @@ def test_a_pool_session_links_the_trace_it_served_across_replicas(
     links = page.locator("[data-testid=conversations] a")
     expect(links).to_have_count(2)
     assert links.all_inner_texts() == [c.client, c.trace]
+    links.nth(0).click()  # client-<session>-cli/2: a "/" in the id, kept in the address
+    expect(page.locator("[data-testid=frame-count]")).to_have_text("2 of 2 frames")
+    page.go_back()
     links.nth(1).click()
     page.wait_for_selector("[data-testid=conversation-sessions]")
     assert page.inner_text("[data-testid=frame-count]") == "6 of 6 frames"

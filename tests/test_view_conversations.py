@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 import pytest
@@ -96,6 +97,8 @@ async def test_a_trace_round_retried_on_another_replica_is_one_operation(
         {"id": conversations.client, "exchanges": 1},
         {"id": conversations.trace, "exchanges": 1},
     ]
+    own = await get(client, f"/api/sessions/{quote(conversations.client, safe='')}/timeline")  # a "/" in it
+    assert own["conversation"] == conversations.client and own["frames"]["sseq"] == [1, 2]
     shared = await get(client, f"/api/sessions/{conversations.shared_a}/timeline")
     assert shared["conversation"] is None and shared["session"]["conversation_id"] == SHARED
 

@@ -28,6 +28,7 @@ from mcptape.store.queries import (
     UnknownSessionError,
     connect,
     describe,
+    looks_like_id_prefix,
     resolve_session,
     session_events,
     session_frames,
@@ -120,10 +121,12 @@ def _conversation(conn: Connection, ref: str) -> Target | None:
         conn.execute(select(sessions).where(sessions.c.conversation_id == ref).order_by(*by_start)).mappings()
     )
     if not rows:
+        # Ids are lowercase hex; SQLite's LIKE ignores case and PostgreSQL's does not.
+        prefix = ref.lower() if looks_like_id_prefix(ref.lower()) else ref
         ids = list(
             conn.execute(
                 select(sessions.c.conversation_id)
-                .where(sessions.c.conversation_id.startswith(ref, autoescape=True))
+                .where(sessions.c.conversation_id.startswith(prefix, autoescape=True))
                 .distinct()
                 .limit(PREFIX_CANDIDATES + 1)
             ).scalars()
