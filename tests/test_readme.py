@@ -129,6 +129,7 @@ def test_the_readme_set_up_commands_are_the_two_known_ones() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # every README command, each a process: a bound on a hang, not a speed check
 def test_every_readme_command_works_as_printed_on_a_fresh_checkout(tmp_path: Path) -> None:
     checkout = Checkout(tmp_path)
     assert checkout.run("command -v mcptape").returncode != 0  # not on PATH yet: nothing activated
