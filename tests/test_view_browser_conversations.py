@@ -84,7 +84,7 @@ def test_a_conversation_is_one_timeline_with_a_lane_per_replica(
     screenshot(page, "conversation")
     page.click("[data-testid=pair]")
     expect(page.locator(".vrow.sel")).to_have_attribute("data-seq", "7")
-    assert "write_file" in page.inner_text("[data-testid=json-tree]")
+    expect(page.locator("[data-testid=json-tree]")).to_contain_text("write_file")  # read once selected
 
 
 def test_a_pool_session_links_the_trace_it_served_across_replicas(

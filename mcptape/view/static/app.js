@@ -360,7 +360,7 @@ class Timeline {
         else if (f.dir[i] === 1) color = f.origins[f.origin[reply]] === "proxy" ? "#8a4fd6" : "#239a5b";
         // In a conversation's lane, server requests take the lowest row, client requests the two above.
         const row = many ? (f.dir[i] === 1 ? 12 : (f.seq[i] % 2) * 6) : (f.seq[i] % 3) * 6;
-        if (x1 - x0 <= 2 && seen(lane * 8 + row, x0 | 0, color)) continue;
+        if (x1 - x0 <= 2 && seen(lane * 32 + row, x0 | 0, color)) continue;
         g.fillStyle = color;
         g.fillRect(x0, laneY(lane) + 5 + row, x1 - x0, 5);
       } else if (t >= a && t <= b) {
@@ -370,7 +370,7 @@ class Timeline {
         else if (many) { lane = 1 + f.sess[i]; color = name === "error" || name === "malformed" ? "#d33a3a" : "#6c7a96"; top = 22; h = 6; }
         else if (f.dir[i] === 1) { lane = 2; color = name === "error" || name === "malformed" ? "#d33a3a" : "#6c7a96"; }
         else { lane = 1; color = "#6c7a96"; top = 22; h = 6; }
-        if (seen(lane * 8 + 7, x | 0, color)) continue;
+        if (seen(lane * 32 + 31, x | 0, color)) continue;
         g.fillStyle = color;
         g.fillRect(x, laneY(lane) + top, 1.5, h);
       }
@@ -569,7 +569,9 @@ class SessionPage {
       el("div", { class: "cards", "data-testid": "conversation-facts" },
         el("span", {}, el("b", {}, "sessions "), String(this.sessions.length)),
         el("span", {}, el("b", {}, "frames "), String(this.frames.length)),
-        d.stitched ? el("span", { class: "muted" }, "stitched from 2026-07-28 traffic: its exchanges, and the events of their sessions while they ran") : null),
+        d.stitched ? el("span", { class: "muted" }, "stitched from 2026-07-28 traffic: its exchanges, and the events of their sessions while they ran") : null,
+        // A conversation is read once: its sessions' own pages are the live ones.
+        this.sessions.some((s) => s.status === "running") ? el("span", { class: "muted", "data-testid": "not-live" }, "a session is still recording: reload for its new frames") : null),
       el("table", { class: "grid", "data-testid": "conversation-sessions" },
         el("thead", {}, el("tr", {}, ["lane", "session", "replica", "mode", "revision", "status", "started"].map((h) => el("th", {}, h)))),
         el("tbody", {}, this.sessions.map((s) => el("tr", {},
