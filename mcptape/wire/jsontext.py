@@ -227,3 +227,13 @@ def loads_finite(text: str | bytes) -> Any:
     Python reads) and numbers past double range (which it reads as infinity); each would go
     out as ``null``. Integers stay exact whatever their size. ValueError says what is wrong."""
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+
+
+def loads_or_none(text: str | None) -> Any:
+    """A stored JSON text parsed (orjson); None when there is none or it is not JSON."""
+    if not text:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None

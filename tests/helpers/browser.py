@@ -9,7 +9,8 @@ where a missing browser fails them. Screenshots go to :data:`SCREENSHOTS`, which
     from tests.helpers.browser import browser, screenshot  # noqa: F401 (a fixture)
 
 An asyncio test (a page beside an in-process gateway on the same loop) uses
-``async with chromium() as browser`` instead.
+``async with chromium() as browser`` instead. :func:`viewer_page` opens a page of
+`mcptape ui` logged in from its URL.
 """
 
 from __future__ import annotations
@@ -80,3 +81,18 @@ def screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=full_page)
     return path
+
+
+@contextlib.contextmanager
+def viewer_page(browser: Any, url: str) -> Iterator[Any]:
+    """A page that opened the viewer's ``url`` (the token in its fragment logs it in) and shows
+    the sessions list; what the page raised fails the test when the page closes."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    opened = context.new_page()
+    errors: list[str] = []
+    opened.on("pageerror", lambda exc: errors.append(str(exc)))
+    opened.goto(url)
+    opened.wait_for_selector("[data-testid=sessions]")
+    yield opened
+    context.close()
+    assert errors == [], f"the page raised: {errors}"
