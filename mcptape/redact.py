@@ -53,7 +53,6 @@ __all__ = [
     "parse_json_path",
     "placeholder",
     "redact_argv",
-    "redact_env",
     "redact_headers",
     "redact_json_paths",
     "redact_text",
@@ -201,6 +200,15 @@ def _scheme_credentials(m: re.Match[str]) -> str:
     return m.group("scheme") + m.group("gap2") + _hide(m.group("cred2"))
 
 
+def redact_command(argv: list[str], description: str) -> tuple[list[str], str]:
+    """A server's command line as it may be stored, and its description: ``description`` when
+    nothing in ``argv`` is secret, else the redacted command line, shell-quoted."""
+    import shlex
+
+    safe = redact_argv(argv)
+    return safe, description if safe == argv else shlex.join(safe)
+
+
 def redact_argv(argv: list[str]) -> list[str]:
     """A command line with the values of secret-looking flags and embedded credentials
     replaced by placeholders; every other argument is kept as it was."""
@@ -222,14 +230,6 @@ def redact_argv(argv: list[str]) -> list[str]:
             continue
         out.append(redact_text(arg))
     return out
-
-
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """An environment with secret-named variables' values replaced by placeholders,
-    and credentials inside other values (URLs, ``Bearer …``) redacted."""
-    return {
-        name: _hide(value) if is_secret_env_name(name) else redact_text(value) for name, value in env.items()
-    }
 
 
 def _header_value(name: str, value: str) -> str:

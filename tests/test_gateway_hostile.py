@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
-from tests.gateway_proc import GatewayProcess
-from tests.recording import INITIALIZE as INIT
-from tests.recording import query
+from tests.helpers.db import query
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.recording import INITIALIZE as INIT
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}

@@ -18,12 +18,10 @@ import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
 
-from mcptape.proxy.addons.stream_meta import StreamMeta
-from mcptape.proxy.flow import Flow
 from mcptape.proxy.http.downstream import HttpSessionLink
 from mcptape.wire.frame import Frame
-from tests.gateway_proc import GatewayProcess
-from tests.test_gateway_security import DEMO, INIT, request
+from tests.helpers.gateway_http import DEMO_SERVERS, INIT, request
+from tests.helpers.gateway_proc import GatewayProcess
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -39,12 +37,11 @@ def test_frames_placed_from_a_thread_carry_their_stream_and_go_out_once() -> Non
         link.start(lambda frame: None, lambda why: None, lambda kind, text, data: None)
         stream = await link.post(Frame(CALL, "c2s"), {"Mcp-Session-Id": "s"})
         assert stream is not None
-        addon = StreamMeta(link)
         frames = [Frame(data, "s2c") for data in (PROGRESS, ANSWER, LATER)]
 
         def upstream_reader() -> None:  # a stdio upstream's reader thread: placed, then sent
             for frame in frames:
-                addon.frame_done(Flow(frame))
+                frame.meta = link.prepare(frame)
                 link.send(frame)
 
         thread = threading.Thread(target=upstream_reader)
@@ -72,8 +69,9 @@ def test_frames_placed_from_a_thread_carry_their_stream_and_go_out_once() -> Non
     assert get_body.count(b"data: ") == 1 and b"id: g-1\n" in get_body and LATER in get_body
 
 
+@pytest.mark.slow
 def test_a_stdio_upstreams_frames_are_recorded_with_the_streams_they_went_out_on(tmp_path: Path) -> None:
-    g = GatewayProcess(tmp_path / "g.db", DEMO, "--no-auth", tmp=tmp_path)
+    g = GatewayProcess(tmp_path / "g.db", DEMO_SERVERS, "--no-auth", tmp=tmp_path)
     try:
         accept = {"Accept": "application/json, text/event-stream"}
         status, headers, body = request(g.base, "POST", "/servers/demo/mcp", accept, INIT)

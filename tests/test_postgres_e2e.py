@@ -23,10 +23,13 @@ import pytest
 from mcptape.migrations import runner
 from mcptape.store import Store, open_store
 from mcptape.wire.frame import Frame
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import CORPUS, MCPTAPE
-from tests.postgres import Postgres, private_server
-from tests.recording import RAW_ECHO, Recording, frame_bytes
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.corpus import corpus_lines
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.postgres import Postgres, private_server
+from tests.helpers.recording import RAW_ECHO, Recording, frame_bytes
+
+pytestmark = pytest.mark.slow
 
 T0 = 1_700_000_000.0
 CORPUS_FILE = "everything-ts-client.jsonl"
@@ -57,11 +60,6 @@ class Database:
 @pytest.fixture
 def database(postgres: Postgres) -> Database:
     return Database(postgres, postgres.create_database())
-
-
-def corpus_lines(name: str) -> list[str]:
-    # U+2028 is a line break to str.splitlines() but not to a JSONL reader: split on "\n" only.
-    return (CORPUS / name).read_text(encoding="utf-8").split("\n")[:-1]
 
 
 def load_corpus(store: Store, name: str) -> str:
@@ -548,7 +546,7 @@ def printed_queries() -> list[str]:
     import re
 
     from mcptape.cli.demo import TOOL_CALLS_SQL
-    from tests.conftest import ROOT
+    from tests.helpers.paths import ROOT
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     found = re.findall(r'^mcptape sql "([^"]+)"', readme, flags=re.MULTILINE)

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.postgres import Postgres, private_server
+from tests.helpers.paths import ROOT
+from tests.helpers.postgres import Postgres, private_server
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SET_UP = [
@@ -42,6 +42,15 @@ NOT_RUN = {
         "serves until stopped (tests/test_gateway*.py run the gateway)"
     ),
     "curl -s http://127.0.0.1:8808/health": "needs the gateway above running (tests/test_gateway_security.py)",
+    "mcptape record --otlp http://localhost:4318 -- npx -y @modelcontextprotocol/server-everything": (
+        "needs an OTLP receiver and a client (tests/test_otlp_modes.py runs --otlp on every command)"
+    ),
+    "mcptape proxy --otlp http://localhost:4318 --config claude_desktop_config.json": (
+        "serves until stopped (tests/test_otlp_modes.py runs proxy --otlp)"
+    ),
+    "mcptape export last --otlp http://localhost:4318": (
+        "needs an OTLP receiver (tests/test_export_formats.py posts to one)"
+    ),
 }
 CONFIG = {
     "mcpServers": {
@@ -111,6 +120,7 @@ def test_the_readme_set_up_commands_are_the_two_known_ones() -> None:
     assert sh_blocks(README)[0] == SET_UP
 
 
+@pytest.mark.slow
 def test_every_readme_command_works_as_printed_on_a_fresh_checkout(tmp_path: Path) -> None:
     checkout = Checkout(tmp_path)
     assert checkout.run("command -v mcptape").returncode != 0  # not on PATH yet: nothing activated
@@ -156,6 +166,7 @@ def postgres() -> Iterator[Postgres]:
         yield server
 
 
+@pytest.mark.slow
 def test_the_demo_and_every_readme_query_run_on_postgresql(postgres: Postgres, tmp_path: Path) -> None:
     url = postgres.url(postgres.create_database())
     checkout = Checkout(tmp_path)

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, otlp_option
 from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
 
 
@@ -90,6 +90,7 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
 )
 @rule_options
 @declare_option
+@otlp_option
 def proxy(
     config_path: str | None,
     listen: str,
@@ -108,6 +109,7 @@ def proxy(
     roots: tuple[str, ...],
     inject: str | None,
     declare_capabilities: bool,
+    otlp: str | None,
 ) -> None:
     """Serve every registered MCP server over HTTP, recording every session.
 
@@ -195,6 +197,7 @@ def proxy(
         rules=rules if rules else None,
         declare_capabilities=declare_capabilities,
         max_sessions=max_sessions,
+        otlp=otlp,
     )
     sys.exit(asyncio.run(run_gateway(config, token if announce else None)))
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, otlp_option
+from mcptape.cli.replay_options import remote_options
 from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
 
 
@@ -61,28 +62,10 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
     "forwarding unrecorded and say so on stderr (forward; what `mcptape wrap` writes, so a "
     "desktop client keeps its server).",
 )
-@click.option(
-    "--url",
-    metavar="URL",
-    help="Record a remote MCP server at URL instead of COMMAND (streamable HTTP or legacy SSE).",
-)
-@click.option(
-    "--transport",
-    type=click.Choice(["http", "sse", "auto"]),
-    default=None,
-    help="How to reach --url: streamable HTTP, legacy HTTP+SSE, or auto (try streamable HTTP, "
-    "fall back to SSE as the specification describes). Default: auto, or the registry entry's type.",
-)
-@click.option(
-    "--header",
-    "header_flags",
-    multiple=True,
-    metavar="'NAME: VALUE'",
-    help="An HTTP header sent to --url (repeatable; ${ENV} in the value is expanded). "
-    "Credentials are redacted in the recording.",
-)
+@remote_options("Record a remote MCP server at URL instead of COMMAND (streamable HTTP or legacy SSE).")
 @rule_options
 @declare_option
+@otlp_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
 def record(
     db: str | None,
@@ -101,6 +84,7 @@ def record(
     url: str | None,
     transport: str | None,
     header_flags: tuple[str, ...],
+    otlp: str | None,
     command: tuple[str, ...],
 ) -> None:
     """Run an MCP server over stdio and record every frame between it and the client.
@@ -125,6 +109,7 @@ def record(
       mcptape record --db team.db --upstream github --config claude_desktop_config.json
       mcptape record --handle-sampling auto --handle-elicitation decline -- python server.py
       mcptape record --url http://127.0.0.1:3001/mcp --header 'Authorization: Bearer ${TOKEN}'
+      mcptape record --otlp http://localhost:4318 -- python server.py
 
     \b
     In a desktop client's config (claude_desktop_config.json), the entry
@@ -141,7 +126,7 @@ def record(
         )
     import asyncio
 
-    from mcptape.proxy.record import RecordPlan, run_record
+    from mcptape.cli.record_run import RecordPlan, run_record
 
     remote = _remote_upstream(url, transport, header_flags, command, upstream, config_path)
     if remote is not None:
@@ -159,6 +144,7 @@ def record(
             transport=remote[2],
             rules=rules,
             declare_capabilities=declare_capabilities,
+            otlp=otlp,
         )
         sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
     if transport is not None or header_flags:
@@ -178,6 +164,7 @@ def record(
         on_store_error=on_store_error,
         rules=rules,
         declare_capabilities=declare_capabilities,
+        otlp=otlp,
     )
     sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
 

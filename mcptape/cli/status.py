@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from mcptape.store.procinfo import process_ended, process_started_at, recorder_alive
 
-__all__ = ["exit_words", "is_lost", "process_ended", "process_started_at", "recorder_alive", "status_label"]
+__all__ = ["exit_words", "process_ended", "process_started_at", "recorder_alive", "status_label"]
 
 
 def exit_words(exit_code: int) -> str:
@@ -50,8 +50,3 @@ def status_label(
     if status == "error" and not server_spoke:
         return f"failed (server {words})"
     return f"{text} (server {words})"
-
-
-def is_lost(status: str | None, recorder_alive: bool | None) -> bool:
-    """A session marked running whose recorder is known to be gone."""
-    return status == "running" and recorder_alive is False

@@ -37,7 +37,16 @@ from typing import Any, Final
 
 import orjson
 
-from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkClosed, LinkEnd, wait_from_thread
+from mcptape.proxy.link import (
+    Deliver,
+    Ended,
+    EventSink,
+    Link,
+    LinkBase,
+    LinkClosed,
+    LinkEnd,
+    wait_from_thread,
+)
 from mcptape.replay.book import AnswerBook, Entry
 from mcptape.replay.forwarding import Forwarder
 from mcptape.replay.loose import Anchors, Item, anchored
@@ -45,8 +54,8 @@ from mcptape.replay.matchers import miss_message
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.tape import Exchange, ServerCall, Tape, id_key
 from mcptape.wire.frame import Frame, classify_message
+from mcptape.wire.protocol import DISCOVER, HELLO_METHODS, INITIALIZE
 
-HANDSHAKES: Final = ("initialize", "server/discover")
 MISS: Final = -32601  # the method (with these params) is not on the tape
 CALL_TIMEOUT: Final = 60.0
 
@@ -57,7 +66,7 @@ def _token(message: dict[str, Any]) -> Any:
     return meta.get("progressToken") if isinstance(meta, dict) else None
 
 
-class TapeServer:
+class TapeServer(LinkBase):
     """Plays the server side of ``tape``; see the module docstring."""
 
     def __init__(
@@ -75,7 +84,7 @@ class TapeServer:
         self.handshakes: dict[str, Exchange] = {}
         entries = []
         for e in tape.exchanges:
-            if e.method in HANDSHAKES:
+            if e.method in HELLO_METHODS:
                 if e.response is not None and "result" in e.response:
                     self.handshakes.setdefault(e.method or "", e)
             else:
@@ -129,7 +138,7 @@ class TapeServer:
 
     def _answer_here(self, frame: Frame) -> bool:
         """Answer a plain request on the calling (reader) thread; False to play it on the loop."""
-        if self.forwarder is not None or frame.kind != "request" or frame.method in HANDSHAKES:
+        if self.forwarder is not None or frame.kind != "request" or frame.method in HELLO_METHODS:
             return False
         message = _exact(frame)
         if not isinstance(message, dict):
@@ -239,9 +248,9 @@ class TapeServer:
 
     def _request(self, message: dict[str, Any], frame: Frame, after: list[Item] | None = None) -> None:
         method, params = message.get("method"), message.get("params")
-        if method in HANDSHAKES:
+        if method in HELLO_METHODS:
             exchange = self.handshakes.get(method)
-            if exchange is None and method == "server/discover":
+            if exchange is None and method == DISCOVER:
                 self._spawn(
                     self._out(_error(message, MISS, "mcptape serve: the recording has no server/discover"))
                 )
@@ -257,7 +266,7 @@ class TapeServer:
                 )
                 if after:
                     self._spawn(self._play_items(after))
-                if self.forwarder is not None and method == "initialize":
+                if self.forwarder is not None and method == INITIALIZE:
                     self.forwarder.initialize(message)
                 return
         with self._book_lock:

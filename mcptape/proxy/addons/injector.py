@@ -38,10 +38,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mcptape.proxy.addonmanager import Flow, Outcome, SessionContext
-from mcptape.proxy.flow import error_bytes, result_bytes
 from mcptape.proxy.link import LinkClosed
 from mcptape.rules.rules import Answer, RuleContext, Rules
 from mcptape.wire.frame import Frame, id_key
+from mcptape.wire.jsonrpc import error_response, result_response
+from mcptape.wire.protocol import INITIALIZE
 
 if TYPE_CHECKING:
     from mcptape.proxy.relay import Relay
@@ -225,7 +226,7 @@ class Injector:
             return  # the relay answers the client's pending request when the server is gone
         except Exception as exc:
             self.relay.emit("error", f"injector: retrying {call.method} failed: {type(exc).__name__}: {exc}")
-            data = result_bytes(call.rpc_id, result)
+            data = result_response(call.rpc_id, result)
             with contextlib.suppress(LinkClosed):
                 await self.relay.send(Frame(data, "s2c", "proxy"))
 
@@ -257,13 +258,13 @@ class Injector:
         final = reply.message if isinstance(reply.message, dict) else {}
         if isinstance(result, dict) and result.get("resultType") == "input_required":
             # a round the rules cannot complete: the client answers it, mcptape adds its part
-            data = result_bytes(call.rpc_id, self._for_client(result, context) or result)
+            data = result_response(call.rpc_id, self._for_client(result, context) or result)
         elif "result" in final:
-            data = result_bytes(call.rpc_id, final["result"])
+            data = result_response(call.rpc_id, final["result"])
         else:
             got = final.get("error")
             error: dict[str, Any] = got if isinstance(got, dict) else {}
-            data = error_bytes(
+            data = error_response(
                 call.rpc_id, error.get("code", -32603), error.get("message", ""), error.get("data")
             )
         with contextlib.suppress(LinkClosed):
@@ -296,7 +297,7 @@ def declare_capabilities(message: Any, caps: dict[str, Any]) -> dict[str, Any] |
     if not isinstance(message, dict) or not isinstance(message.get("params"), dict):
         return None
     params = message["params"]
-    if message.get("method") == "initialize" and isinstance(params.get("capabilities"), dict):
+    if message.get("method") == INITIALIZE and isinstance(params.get("capabilities"), dict):
         added = _missing(params["capabilities"], caps)
         if added:
             return {**message, "params": {**params, "capabilities": {**params["capabilities"], **added}}}
