@@ -147,6 +147,7 @@ class Contender:
     name: str
     argv: list[str]
     db: str | None = None  # recorded here (mcptape) or nothing (direct, bare)
+    echo: bool = False  # the server sends each line back: the echo is the answer
     proc: subprocess.Popen[bytes] | None = None
     next_id: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     latencies: list[float] = field(default_factory=list)
@@ -173,7 +174,7 @@ class Contender:
             if not line:
                 raise RuntimeError(f"{self.name}: the output closed")
             message = orjson.loads(line)
-            if message.get("id") == rid and "method" not in message:
+            if message.get("id") == rid and (self.echo or "method" not in message):
                 return
 
     def cpu(self) -> float:
@@ -212,7 +213,7 @@ class Contender:
             line = stdout.readline()
             if not line:
                 raise RuntimeError(f"{self.name}: the output closed")
-            if b'"result"' in line or b'"error"' in line:
+            if self.echo or b'"result"' in line or b'"error"' in line:
                 answers += 1
         elapsed = time.perf_counter() - t0
         writer.join()
@@ -262,6 +263,8 @@ def main() -> None:
         tree = Contender("tree", [sys.executable, "-m", "mcptape", "record", "--db", db, "--", *server], db)
         contenders.append(tree)
         print(f"tree: {where_mcptape(sys.executable, tmp)}")
+        for c in contenders:
+            c.echo = args.server == "echo"
         for c in contenders:  # cwd: the temporary directory, so `-m mcptape` never finds the checkout
             c.start(tmp)
         for c in contenders:  # warm-up: imports, the database's creation, the JIT of node

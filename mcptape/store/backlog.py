@@ -72,6 +72,13 @@ class Backlog:
             samples = self._samples
             if not samples or now - samples[-1][1] >= SAMPLE_S:
                 samples.append((self._queued_rows, now))
+                self._trim()  # at most once per SAMPLE_S: the samples stay few whoever asks the lag
+
+    def _trim(self) -> None:
+        """Under _lock: keep as head the last sample at or before the oldest waiting row (done + 1)."""
+        samples, first_waiting = self._samples, self._done_rows + 1
+        while len(samples) > 1 and samples[1][0] <= first_waiting:
+            samples.popleft()
 
     def committed(self, nrows: int, nbytes: int, nframes: int) -> None:
         """The writer thread is done with these rows (written, or given up on): wake whoever waits."""
@@ -119,25 +126,35 @@ class Backlog:
 
     def lag(self) -> float:
         """Seconds since the oldest row not yet committed was queued (0 when none waits)."""
-        done = self._done_rows
         with self._lock:
-            if self._queued_rows <= done:
+            if self._queued_rows <= self._done_rows:
                 return 0.0
+            self._trim()
             samples = self._samples
-            # Keep as head the last sample at or before the oldest waiting row (done + 1).
-            while len(samples) > 1 and samples[1][0] <= done + 1:
-                samples.popleft()
             return time.monotonic() - samples[0][1] if samples else 0.0
 
     @property
     def over_limit(self) -> bool:
-        """True when the oldest row waits more than ``max_lag`` s or more than ``max_bytes`` wait."""
+        """True when the oldest row waits more than ``max_lag`` s or more than ``max_bytes`` wait.
+
+        Asked for every frame: without the lock, the oldest sample kept tells at once
+        that the lag is under its limit (it was taken no later than the oldest waiting
+        row, so the age it gives is at least the lag); only past that is the lag measured.
+        """
         if self._released:
             return False
+        waiting = self._queued_bytes - self._done_bytes
         if self._yielding:
-            return self._queued_bytes - self._done_bytes - self._yielding > self.max_bytes
-        over_bytes = self._queued_bytes - self._done_bytes > self.max_bytes
-        return over_bytes or (not self._locked_out and self.lag() > self.max_lag)
+            return waiting - self._yielding > self.max_bytes
+        if waiting > self.max_bytes:
+            return True
+        if self._locked_out or self._queued_rows <= self._done_rows:
+            return False
+        try:
+            oldest = self._samples[0][1]
+        except IndexError:  # nothing sampled yet
+            return False
+        return time.monotonic() - oldest > self.max_lag and self.lag() > self.max_lag
 
     def under_half(self) -> bool:
         """Whether producers held back may go on (hysteresis: under half of both limits)."""
