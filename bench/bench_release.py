@@ -287,6 +287,7 @@ def main() -> None:
 
 def report(contenders: list[Contender], recorded: dict[str, int], args: argparse.Namespace) -> None:
     rt = {c.name: statistics.median(c.latencies) * 1e3 for c in contenders}
+    p90 = {c.name: sorted(c.latencies)[int(len(c.latencies) * 0.9)] * 1e3 for c in contenders}
     rate = {c.name: statistics.median(c.rates) for c in contenders}
     d, b = rt["direct"], rt["bare"]
     print(
@@ -294,12 +295,12 @@ def report(contenders: list[Contender], recorded: dict[str, int], args: argparse
         f"{args.rounds} bursts of {args.burst} per contender, alternated"
     )
     print(
-        f"{'':12}{'round trip':>11}{'over direct':>13}{'/bare':>7}{'frames/s':>10}{'/direct':>9}{'/bare':>7}"
-        f"{'CPU/req':>9}{'CPU/frame':>11}"
+        f"{'':12}{'round trip':>11}{'p90':>8}{'over direct':>13}{'/bare':>7}{'frames/s':>10}{'/direct':>9}"
+        f"{'/bare':>7}{'CPU/req':>9}{'CPU/frame':>11}"
     )
     for c in contenders:
         name = c.name
-        line = f"{name[:12]:12}{rt[name]:9.3f}ms{rt[name] - d:+11.3f}ms{rt[name] / b:6.2f}x"
+        line = f"{name[:12]:12}{rt[name]:9.3f}ms{p90[name]:8.3f}{rt[name] - d:+11.3f}ms{rt[name] / b:6.2f}x"
         line += f"{rate[name]:10,.0f}{rate[name] / rate['direct']:8.2f}x{rate[name] / rate['bare']:6.2f}x"
         if c.db:
             line += f"{c.cpu_rt / c.requests * 1e6:7.0f}us{c.cpu_burst / c.burst_frames * 1e6:9.1f}us"

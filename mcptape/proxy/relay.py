@@ -181,16 +181,18 @@ class Relay:
         out = flow.outgoing
         pending = None
         if out is not None:
-            found = out.classification
-            kind = found.kind
-            if kind in _TRACKED or (
-                kind == "notification" and found.method == CANCELLED and out.direction == "c2s"
-            ):
-                self._track(out)
+            # A client request is pending before the server can answer it; what the server
+            # sends is looked at once it is on its way (off the answer's path: a server
+            # frame need not even be parsed before it is written).
+            to_server = out.direction == "c2s"
+            if to_server:
+                self._track_sent(out)
             try:
                 pending = (self.server if frame.direction == "c2s" else self.client).send(out)
             except LinkClosed:
                 self._end(frame.direction, "peer-closed")
+            if not to_server:
+                self._track_sent(out)
         if not waits:
             return pending
         if pending is not None:
@@ -214,6 +216,15 @@ class Relay:
         return _chain(
             self.addons.run_frame(flow, decide=False, prepare=self._prepare_step), lambda: dst.send(frame)
         )
+
+    def _track_sent(self, frame: Frame) -> None:
+        """Track a frame being forwarded when it can start or end a request (or cancel one)."""
+        found = frame.classification
+        kind = found.kind
+        if kind in _TRACKED or (
+            kind == "notification" and found.method == CANCELLED and frame.direction == "c2s"
+        ):
+            self._track(frame)
 
     def _track(self, frame: Frame) -> None:
         """Keep the client requests the server has not answered yet (ids as peers compare them)."""

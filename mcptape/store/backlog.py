@@ -8,7 +8,11 @@ with :meth:`Backlog.wait_below_limit`, the event loop with ``await``
 :meth:`Backlog.drain`. Bounding the lag in time is what bounds the loss of a ``kill -9``.
 
 When each row was queued is kept as a sample every :data:`SAMPLE_S` at most, so the
-lag is known to within that and costs producers one clock read per row.
+lag is known to within that and costs producers one clock read per row. Producers
+append samples, the writer thread alone drops those it has committed past (a deque
+takes both at once), so knowing the lag takes no lock: producers ask it for every
+frame, and two reader threads meeting on a lock under the GIL cost each other
+milliseconds.
 
 While the writer waits for the database (:meth:`Backlog.locked_out`: a write lock another
 process holds, a PostgreSQL server restarting), the lag limit is lifted and only the
@@ -72,19 +76,17 @@ class Backlog:
             samples = self._samples
             if not samples or now - samples[-1][1] >= SAMPLE_S:
                 samples.append((self._queued_rows, now))
-                self._trim()  # at most once per SAMPLE_S: the samples stay few whoever asks the lag
-
-    def _trim(self) -> None:
-        """Under _lock: keep as head the last sample at or before the oldest waiting row (done + 1)."""
-        samples, first_waiting = self._samples, self._done_rows + 1
-        while len(samples) > 1 and samples[1][0] <= first_waiting:
-            samples.popleft()
 
     def committed(self, nrows: int, nbytes: int, nframes: int) -> None:
         """The writer thread is done with these rows (written, or given up on): wake whoever waits."""
         self._done_rows += nrows
         self._done_bytes += nbytes
         self._done_frames += nframes
+        # Keep as head the last sample at or before the oldest waiting row (done + 1): the
+        # writer thread is the only one to take samples out, producers only add them.
+        samples, first_waiting = self._samples, self._done_rows + 1
+        while len(samples) > 1 and samples[1][0] <= first_waiting:
+            samples.popleft()
         self.wake()
 
     def yield_to_producers(self, nbytes: int) -> None:
@@ -126,35 +128,31 @@ class Backlog:
 
     def lag(self) -> float:
         """Seconds since the oldest row not yet committed was queued (0 when none waits)."""
-        with self._lock:
-            if self._queued_rows <= self._done_rows:
-                return 0.0
-            self._trim()
-            samples = self._samples
-            return time.monotonic() - samples[0][1] if samples else 0.0
+        done = self._done_rows
+        if self._queued_rows <= done:
+            return 0.0
+        samples = self._samples
+        try:
+            head = samples[0]
+            # The writer drops samples when it commits; a row queued after that, when
+            # nothing was waiting, may have a sample of its own next to the head: then
+            # that one is when the oldest waiting row was queued (rows only grow, so no
+            # sample further on can be).
+            if len(samples) > 1 and samples[1][0] <= done + 1:
+                head = samples[1]
+        except IndexError:  # nothing sampled yet, or the writer dropped one meanwhile
+            return 0.0
+        return time.monotonic() - head[1]
 
     @property
     def over_limit(self) -> bool:
-        """True when the oldest row waits more than ``max_lag`` s or more than ``max_bytes`` wait.
-
-        Asked for every frame: without the lock, the oldest sample kept tells at once
-        that the lag is under its limit (it was taken no later than the oldest waiting
-        row, so the age it gives is at least the lag); only past that is the lag measured.
-        """
+        """True when the oldest row waits more than ``max_lag`` s or more than ``max_bytes`` wait."""
         if self._released:
             return False
         waiting = self._queued_bytes - self._done_bytes
         if self._yielding:
             return waiting - self._yielding > self.max_bytes
-        if waiting > self.max_bytes:
-            return True
-        if self._locked_out or self._queued_rows <= self._done_rows:
-            return False
-        try:
-            oldest = self._samples[0][1]
-        except IndexError:  # nothing sampled yet
-            return False
-        return time.monotonic() - oldest > self.max_lag and self.lag() > self.max_lag
+        return waiting > self.max_bytes or (not self._locked_out and self.lag() > self.max_lag)
 
     def under_half(self) -> bool:
         """Whether producers held back may go on (hysteresis: under half of both limits)."""

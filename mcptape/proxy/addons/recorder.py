@@ -176,7 +176,9 @@ class Recorder:
                 if self._looks_left:
                     self._looks_left -= 1
                     self._learn(flow)
-                elif self._hello_ids or frame.method in HELLO_METHODS:
+                elif self._hello_ids or (frame.direction == "c2s" and frame.method in HELLO_METHODS):
+                    # (a server frame teaches nothing unless it answers a hello: it is not
+                    # even parsed for this, so it need not be before it is forwarded)
                     self._learn(flow)
             if writer is None:
                 early = self._early_bytes
