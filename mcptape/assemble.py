@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcptape.proxy.addonmanager import AddonManager, Outcome, SessionContext
 from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
+from mcptape.proxy.hooks import Event, SessionEnd, SessionStart
 from mcptape.proxy.link import Link
 from mcptape.proxy.relay import Relay
 
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from mcptape.proxy.addons.injector import Injector
     from mcptape.rules.rules import Rules
 
-MODES = ("record", "proxy", "call", "replay", "serve")
+MODES = ("record", "proxy", "call", "replay", "serve", "probe")
 
 
 class SessionStore(Protocol):
@@ -115,6 +116,10 @@ class SessionPlan:
     forwards_without_store: bool = True
     grace: float = 2.0
     answer_wait: float = 0.0  # see Relay: the server may answer after the client's end
+    # A fleet: the gateway replica that runs the session, and the conversation its rows
+    # share when one client session is recorded by several replicas (see gateway/sealed.py).
+    replica: str | None = None
+    conversation_id: str | None = None
     row: dict[str, Any] = field(default_factory=dict)  # more columns of the session row
     otlp: str | None = None  # an OTLP/HTTP receiver's URL: export spans and metrics there
 
@@ -174,11 +179,11 @@ class Session:
 
     def event(self, kind: str, text: str | None, data: object = None) -> None:
         """Record an event of the session (any thread)."""
-        self.addons.call_sync("event", self.context, kind, text, data)
+        self.addons.call_sync(Event(self.context, kind, text, data))
 
     def end(self, outcome: Outcome) -> None:
         """End a session that has no relay (it could not start, or passes through without one)."""
-        self.addons.call_soon("session_end", self.context, outcome)
+        self.addons.call_soon(SessionEnd(self.context, outcome))
 
     def failed_to_start(self, error: str, data: object = None) -> None:
         """The upstream could not be started or reached: recorded like any session, so
@@ -235,7 +240,12 @@ def assemble(
     addons = AddonManager(default_addons(plan, recorder))
     store = None
     if plan.store is not None and recorder is not None:
-        row = SessionRow(plan.mode, plan.name, plan.transport, plan.upstream, plan.replay_of, dict(plan.row))
+        extra = dict(plan.row)
+        if plan.replica is not None:
+            extra["replica"] = plan.replica
+        if plan.conversation_id is not None:
+            extra["conversation_id"] = plan.conversation_id
+        row = SessionRow(plan.mode, plan.name, plan.transport, plan.upstream, plan.replay_of, extra)
         store = plan.store.session_store(recorder, row)
     session = Session(plan, context, addons, recorder, store)
     if server is not None:
@@ -249,7 +259,7 @@ def assemble(
     elif client is None and server is None:
         # Without a relay to start it (the pass-through records what its caller hands the
         # addons), the session starts now.
-        addons.call_soon("session_start", context)
+        addons.call_soon(SessionStart(context))
     if start_store:
         session.start_store()
     return session

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from mcptape.store import Store, Writer
 
 
+SLOW_OPEN_S = 8.0  # beyond the first 2 s, how long a store may take to open before it is said
+
+
 @dataclass
 class SessionRow:
     """The columns of the session row to create."""
@@ -136,11 +139,16 @@ class BackgroundStore:
         with one message on stderr, so that nothing already forwarded is lost.
         """
         if not self.done.wait(2.0):
-            say(
-                f"waiting for the recording database {self.where()} (another process holds its lock); "
-                "frames already forwarded will be written once it is free (Ctrl-C again gives up on them)."
-            )
-            self.done.wait()
+            # Still opening: a lock another process holds, or a slow start (importing,
+            # migrating on a loaded machine): said as what it is, once it is worth saying.
+            locked = self.store is not None and self.store.waiting_for_lock
+            if locked or not self.done.wait(SLOW_OPEN_S):
+                why = "another process holds its lock" if locked else "it is slow to open"
+                say(
+                    f"waiting for the recording database {self.where()} ({why}); frames already "
+                    "forwarded will be written once it is ready (Ctrl-C again gives up on them)."
+                )
+                self.done.wait()
         ok = self.error is None
         if self.writer is not None:
             self.writer.close()
