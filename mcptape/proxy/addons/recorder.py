@@ -174,7 +174,11 @@ class Recorder:
         with self._lock:
             self.seq += 1
             flow.seq = self.seq
-            self._put("frame", (self.seq, frame), len(frame.data))
+            writer, session_id = self.writer, self.session_id
+            if writer is not None and session_id is not None:  # _put, inline: it runs for every frame
+                writer.add_frame(session_id, self.seq, frame)
+            else:
+                self._put("frame", (self.seq, frame), len(frame.data))
             if flow.replacement is not None:
                 self.seq += 1
                 replacement = flow.replacement
@@ -184,12 +188,14 @@ class Recorder:
                 if self._looks_left:
                     self._looks_left -= 1
                     self._learn(flow)
-                elif self._hello_ids or frame.method in HELLO_METHODS:
+                elif self._hello_ids or (frame.direction == "c2s" and frame.method in HELLO_METHODS):
+                    # (a server frame teaches nothing unless it answers a hello: it is not
+                    # even parsed for this, so it need not be before it is forwarded)
                     self._learn(flow)
-            writer = self.writer
-            early = self._early_bytes
-            held = len(self._early)
-            since = self._early_since
+            if writer is None:
+                early = self._early_bytes
+                held = len(self._early)
+                since = self._early_since
         if writer is None:
             # Frames held for a store that is still opening would be lost by a kill -9:
             # hold at most ~100 ms of traffic, then wait (boundedly) for the store.

@@ -34,7 +34,7 @@ from typing import Any
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed
 from mcptape.proxy.links.framing import LineSplitter
 from mcptape.proxy.links.process import ProcessLink
-from mcptape.proxy.links.stdio import IOV_MAX, QUEUE_LIMIT, READ_CHUNK, line_parts
+from mcptape.proxy.links.stdio import IOV_MAX, QUEUE_LIMIT, READ_CHUNK, Part, line_parts
 from mcptape.wire.frame import Frame
 
 
@@ -49,7 +49,7 @@ class LoopProcessLink(ProcessLink):
         self._backlog: deque[bytes] = deque()
         self._paused = False
         self._finished = False
-        self._out: deque[memoryview] = deque()
+        self._out: deque[Part] = deque()
         os.set_blocking(self._read_fd, False)
         os.set_blocking(self._write_fd, False)
         self.reading_since = time.monotonic()
@@ -160,11 +160,11 @@ class LoopProcessLink(ProcessLink):
             return self._wait_below_limit_async()
         return None
 
-    def _send_quietly(self, parts: list[memoryview]) -> None:
+    def _send_quietly(self, parts: list[Part]) -> None:
         with contextlib.suppress(LinkClosed):
             self._write_or_queue(parts)
 
-    def _write_or_queue(self, parts: list[memoryview]) -> None:
+    def _write_or_queue(self, parts: list[Part]) -> None:
         if self._broken is not None or self._fd_closed:
             raise LinkClosed(f"{self.name}: {self._broken or 'closed'}")
         if self._out:
@@ -176,11 +176,11 @@ class LoopProcessLink(ProcessLink):
             assert self._loop is not None
             self._loop.add_writer(self._write_fd, self._writable)
 
-    def _queue_parts(self, parts: list[memoryview]) -> None:
+    def _queue_parts(self, parts: list[Part]) -> None:
         self._out.extend(parts)
         self._queued += sum(len(p) for p in parts)
 
-    def _writev(self, parts: list[memoryview]) -> list[memoryview]:
+    def _writev(self, parts: list[Part]) -> list[Part]:
         """Write what the pipe takes now; the parts left over (raises LinkClosed on EPIPE)."""
         first = 0
         while first < len(parts):
@@ -196,7 +196,7 @@ class LoopProcessLink(ProcessLink):
                 n -= len(parts[first])
                 first += 1
             if n:
-                parts[first] = parts[first][n:]
+                parts[first] = memoryview(parts[first])[n:]  # a view: no copy of the rest
         return parts[first:]
 
     def _writable(self) -> None:
