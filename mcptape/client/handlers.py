@@ -95,11 +95,17 @@ async def request_with_input(
     *,
     progress: bool = False,
     progress_token: str | int | None = None,
+    sent: Callable[[int], None] | None = None,
 ) -> Any:
-    """``core.request`` that answers 2026-07-28 ``input_required`` results and retries."""
+    """``core.request`` that answers 2026-07-28 ``input_required`` results and retries.
+
+    ``sent`` learns the id of each request sent (the first and every retry).
+    """
     current = params
     for _ in range(MAX_INPUT_ROUNDS):
-        result = await core.request(method, current, progress=progress, progress_token=progress_token)
+        result = await core.request(
+            method, current, progress=progress, progress_token=progress_token, sent=sent
+        )
         if not isinstance(result, dict) or result.get("resultType") != "input_required":
             return result
         requests = result.get("inputRequests") or {}

@@ -32,10 +32,12 @@ from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.relay import Relay
 from mcptape.terminal import say as terminal_say
+from mcptape.wire.frame import Frame
 
 if TYPE_CHECKING:
     from mcptape.client.authflow import Authorizer
     from mcptape.client.authpolicy import ClientConfig
+    from mcptape.proxy.http.upstream_http import HttpClientLink
 
 
 @dataclass
@@ -74,9 +76,14 @@ class SessionOptions:
     upstream_opener: Callable[[Target], Awaitable[Link]] | None = None
     oauth: ClientConfig | None = None  # a remote server's 401 runs the OAuth flow (None: it fails)
     otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
-    mode: str = "call"  # the recorded mode: "client" for the interactive clients (a person's session)
+    # The session row's mode: "client" for the interactive clients (a person's session),
+    # "probe" for probe's sessions (recorded apart).
+    mode: str = "call"
     # Each frame as the client sent it ("c2s") or received it ("s2c"): the terminal client's traffic pane.
     on_traffic: Callable[[str, bytes], None] | None = None
+    # Sees each frame the server (or the relay) sends, with its transport metadata, before
+    # the core does: probe checks how an answer came (its SSE event id, a resumed stream).
+    on_frame: Callable[[Frame], None] | None = None
 
 
 class CallSession:
@@ -104,9 +111,11 @@ class CallSession:
 
     # -- frames -------------------------------------------------------------------------
 
-    def _on_frame(self, frame: Any) -> None:
+    def _on_frame(self, frame: Frame) -> None:
         if self.options.on_traffic is not None:
             self.options.on_traffic("s2c", frame.data)
+        if self.options.on_frame is not None:
+            self.options.on_frame(frame)
         self.core.on_frame(frame)
 
     async def _send(self, data: bytes) -> None:
@@ -283,6 +292,15 @@ class CallSession:
                 )
         if core.state != "error":
             core.set_state("disconnected")
+
+    @property
+    def http_link(self) -> HttpClientLink | None:
+        """The streamable HTTP link to a remote server (also once ``auto`` settled on it), else None."""
+        from mcptape.proxy.http.upstream import AutoLink
+        from mcptape.proxy.http.upstream_http import HttpClientLink
+
+        link = self._remote.active if isinstance(self._remote, AutoLink) else self._remote
+        return link if isinstance(link, HttpClientLink) else None
 
     def where(self) -> str | None:
         """Where the session is recorded, once the server is reached."""
