@@ -193,11 +193,11 @@ def test_a_redacted_placeholder_in_the_recording_matches_anything() -> None:
 
 def test_nearest_ranks_same_method_first_and_names_the_differing_fields() -> None:
     candidates = [
-        (1, "tools/call", {"name": "weather", "arguments": {"city": "Oslo"}}),
-        (2, "tools/call", {"name": "add", "arguments": {"a": 1}}),
-        (3, "resources/read", {"name": "weather", "arguments": {"city": "Lima"}}),
+        (1, "tools/call", {"params": {"name": "weather", "arguments": {"city": "Oslo"}}}),
+        (2, "tools/call", {"params": {"name": "add", "arguments": {"a": 1}}}),
+        (3, "resources/read", {"params": {"name": "weather", "arguments": {"city": "Lima"}}}),
     ]
-    near = nearest("tools/call", {"name": "weather", "arguments": {"city": "Lima"}}, candidates)
+    near = nearest("tools/call", {"params": {"name": "weather", "arguments": {"city": "Lima"}}}, candidates)
     assert [n.index for n in near] == [1, 2, 3]
     assert near[0].fields == ("/params/arguments/city",)
     assert near[2].fields[0] == "/method"

@@ -40,6 +40,15 @@ from mcptape.cli.replay_options import (
 @click.option(
     "--strict", is_flag=True, help="Exit 1 if recorded requests were never asked for, or a request missed."
 )
+@click.option(
+    "--pace",
+    default="recorded",
+    show_default=True,
+    metavar="recorded|fast|FACTOR",
+    help="How the notifications and server requests of an answer are spaced: as recorded (each gap "
+    "capped at 1 s), fast (no gaps), or FACTOR times as fast as recorded. A notification and the "
+    "answer after it are always a few ms apart.",
+)
 @upstream_options
 @remote_options
 @comparison_options
@@ -78,6 +87,7 @@ def serve(
     file: str | None,
     on_miss: str,
     strict: bool,
+    pace: str,
     upstream: str | None,
     config_path: str | None,
     url: str | None,
@@ -128,9 +138,11 @@ def serve(
     In a client's config: {"command": "mcptape", "args": ["serve", "weather"]}
     """
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
+    from mcptape.replay.pace import parse_pace
 
     try:
         normaliser = Normaliser.from_options(keep, ignore, ignore_text)
+        paced = parse_pace(pace)
     except (IgnoreRuleError, ValueError) as exc:
         raise UserError(str(exc)) from None
     if bool(session) == bool(file):
@@ -158,6 +170,7 @@ def serve(
         forward_link=remote[1] if remote else None,
         forward_description=remote[0] if remote else None,
         normaliser=normaliser,
+        pace=paced,
     )
     if address is None:
         sys.exit(asyncio.run(run_serve(plan)))

@@ -89,7 +89,9 @@ class TapeGateway(Gateway):
             fallback = open_fallback(self.plan)
         except SpawnError as exc:
             raise UpstreamUnavailable(f"the server for --on-miss forward cannot be started: {exc}") from exc
-        tape = TapeServer(self.plan.tape, normaliser=self.plan.normaliser, fallback=fallback)
+        tape = TapeServer(
+            self.plan.tape, normaliser=self.plan.normaliser, fallback=fallback, pace=self.plan.pace
+        )
         self.tapes.append(tape)
         transport = f"{kind}->tape"
         recorder = Recorder()

@@ -24,6 +24,7 @@ from mcptape.proxy.links.stdio import open_stdio_link
 from mcptape.proxy.relay import Relay
 from mcptape.replay.mock import TapeServer
 from mcptape.replay.normalise import Normaliser
+from mcptape.replay.pace import Pace
 from mcptape.replay.tape import Tape
 from mcptape.terminal import say as _say
 
@@ -47,6 +48,7 @@ class ServePlan:
     forward_description: str | None = None
     normaliser: Normaliser = field(default_factory=Normaliser)
     grace: float = 2.0
+    pace: Pace = field(default_factory=Pace)  # how the messages of one answer are spaced
 
     def forward_target(self) -> str:
         """The server misses are forwarded to, as the user named it."""
@@ -102,7 +104,7 @@ async def run_serve(plan: ServePlan, client: Link | None = None) -> int:
         except LinkClosed as exc:
             _say(f"error: {exc}")
             return 2
-    tape_server = TapeServer(plan.tape, normaliser=plan.normaliser, fallback=fallback)
+    tape_server = TapeServer(plan.tape, normaliser=plan.normaliser, fallback=fallback, pace=plan.pace)
     recorder = Recorder()
     description = f"tape {plan.tape.source}"
     session = SessionContext(None, "serve", "stdio->tape", description, None)

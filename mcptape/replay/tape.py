@@ -100,6 +100,14 @@ def message_kinds(frame: TapeFrame) -> list[tuple[str, Any]]:
     return [(classify_message(m).kind, m) for m in frame.messages]
 
 
+def subject_of(method: str | None, params: Any) -> str | None:
+    """The tool, prompt or resource a request is about: what ``--ignore METHOD:TOOL=`` scopes to."""
+    if not isinstance(params, dict):
+        return None
+    value = params.get("name") if method in ("tools/call", "prompts/get") else params.get("uri")
+    return value if isinstance(value, str) else None
+
+
 @dataclass(slots=True)
 class ServerCall:
     """A server-initiated request (sampling, elicitation, roots, ping) and the answer it got."""
@@ -124,8 +132,10 @@ class Exchange:
     response_data: bytes | None = None  # the response frame's exact bytes (not for a batch)
     notifications: list[dict[str, Any]] = field(default_factory=list)
     server_calls: list[ServerCall] = field(default_factory=list)
-    # What the server sent while answering, in order: ("notification", message) or ("call", ServerCall).
-    timeline: list[tuple[str, Any]] = field(default_factory=list)
+    # What the server sent while answering, in order, with when it was recorded:
+    # ("notification", message, ts) or ("call", ServerCall, ts).
+    timeline: list[tuple[str, Any, float]] = field(default_factory=list)
+    response_ts: float | None = None  # when the response was recorded (``serve`` paces by it)
 
     @property
     def method(self) -> str | None:
@@ -139,9 +149,7 @@ class Exchange:
     @property
     def subject(self) -> str | None:
         """The tool, prompt or resource the request is about (``tools/call`` → tool name)."""
-        params = self.params if isinstance(self.params, dict) else {}
-        value = params.get("name") if self.method in ("tools/call", "prompts/get") else params.get("uri")
-        return value if isinstance(value, str) else None
+        return subject_of(self.method, self.params)
 
     @property
     def key(self) -> str:
@@ -206,9 +214,9 @@ class _Builder:
             self._client(frame)
         elif frame.kind == "batch":
             for kind, message in message_kinds(frame):
-                self._server(kind, message)
+                self._server(kind, message, frame.ts)
         elif frame.messages:
-            self._server(frame.kind, frame.messages[0], frame.data)
+            self._server(frame.kind, frame.messages[0], frame.ts, frame.data)
 
     def _client(self, frame: TapeFrame) -> None:
         own = False
@@ -264,13 +272,14 @@ class _Builder:
     def _latest(self) -> Exchange | None:
         return next(reversed(self.in_flight.values()), None)
 
-    def _server(self, kind: str, message: dict[str, Any], data: bytes | None = None) -> None:
+    def _server(self, kind: str, message: dict[str, Any], ts: float, data: bytes | None = None) -> None:
         if kind in ("response", "error"):
             key = id_key(message.get("id"))
             exchange = self.in_flight.pop(key, None)
             if exchange is not None:
                 exchange.response = message
                 exchange.response_data = data
+                exchange.response_ts = ts
                 self.answered.append(key)
         elif kind == "notification":
             owner = None
@@ -280,7 +289,7 @@ class _Builder:
             owner = owner or self._latest()
             if owner is not None:
                 owner.notifications.append(message)
-                owner.timeline.append(("notification", message))
+                owner.timeline.append(("notification", message, ts))
             else:
                 self.loose.append(message)
         elif kind == "request":
@@ -290,7 +299,7 @@ class _Builder:
             self.server_pending[id_key(message.get("id"))] = call
             if owner is not None:
                 owner.server_calls.append(call)
-                owner.timeline.append(("call", call))
+                owner.timeline.append(("call", call, ts))
 
 
 def build_tape(frames: Iterable[TapeFrame], source: str, **info: Any) -> Tape:
