@@ -201,6 +201,15 @@ def _scheme_credentials(m: re.Match[str]) -> str:
     return m.group("scheme") + m.group("gap2") + _hide(m.group("cred2"))
 
 
+def redact_command(argv: list[str], description: str) -> tuple[list[str], str]:
+    """A server's command line as it may be stored, and its description: ``description`` when
+    nothing in ``argv`` is secret, else the redacted command line, shell-quoted."""
+    import shlex
+
+    safe = redact_argv(argv)
+    return safe, description if safe == argv else shlex.join(safe)
+
+
 def redact_argv(argv: list[str]) -> list[str]:
     """A command line with the values of secret-looking flags and embedded credentials
     replaced by placeholders; every other argument is kept as it was."""

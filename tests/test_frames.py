@@ -6,8 +6,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mcptape.wire.frame import Frame, classify, classify_batch, encode_id, error_response, id_key
+from mcptape.wire.frame import Frame, classify, classify_batch, encode_id, id_key
 from mcptape.wire.handshake import client_hello, server_hello
+from mcptape.wire.jsonrpc import error_response
 from tests.conftest import CORPUS, ROOT
 from tests.recording import RAW_ECHO, Recording, frame_bytes, query
 

@@ -18,8 +18,6 @@ import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
 
-from mcptape.proxy.addons.stream_meta import StreamMeta
-from mcptape.proxy.flow import Flow
 from mcptape.proxy.http.downstream import HttpSessionLink
 from mcptape.wire.frame import Frame
 from tests.gateway_proc import GatewayProcess
@@ -39,12 +37,11 @@ def test_frames_placed_from_a_thread_carry_their_stream_and_go_out_once() -> Non
         link.start(lambda frame: None, lambda why: None, lambda kind, text, data: None)
         stream = await link.post(Frame(CALL, "c2s"), {"Mcp-Session-Id": "s"})
         assert stream is not None
-        addon = StreamMeta(link)
         frames = [Frame(data, "s2c") for data in (PROGRESS, ANSWER, LATER)]
 
         def upstream_reader() -> None:  # a stdio upstream's reader thread: placed, then sent
             for frame in frames:
-                addon.frame_done(Flow(frame))
+                frame.meta = link.prepare(frame)
                 link.send(frame)
 
         thread = threading.Thread(target=upstream_reader)

@@ -211,6 +211,21 @@ def test_pending_requests_get_errors_a_client_can_match_when_the_server_ends() -
     assert sorted(a["id"] for a in batches[0]) == ["a", "b"]
 
 
+@pytest.mark.parametrize("id_text", ["1.50", "1E2", "-0", "12345678901234567890123", '"x\\u00e9"'])
+def test_the_error_for_an_unanswered_request_carries_the_id_text_the_client_wrote(id_text: str) -> None:
+    async def scenario() -> bytes:
+        _, client, server, task = await _started([], exit_code=1)
+        await client.peer.send(b'{"jsonrpc":"2.0","id":' + id_text.encode() + b',"method":"tools/call"}')
+        await server.peer.next()
+        server.peer.close()
+        await task
+        return client.peer.received[-1]
+
+    answer = run(scenario)
+    assert answer.startswith(b'{"jsonrpc":"2.0","id":' + id_text.encode() + b',"error":')
+    assert orjson.loads(answer)["error"]["code"] == -32000
+
+
 def test_an_addon_with_a_misspelled_hook_is_refused() -> None:
     class Typo:
         def frame_don(self, flow: Flow) -> None: ...

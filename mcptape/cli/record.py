@@ -141,7 +141,7 @@ def record(
         )
     import asyncio
 
-    from mcptape.proxy.record import RecordPlan, run_record
+    from mcptape.cli.record_run import RecordPlan, run_record
 
     remote = _remote_upstream(url, transport, header_flags, command, upstream, config_path)
     if remote is not None:

@@ -1,4 +1,4 @@
-"""A recorded client session: the client core, the relay, an upstream link and the recorder.
+"""A recorded client session: the client core on a client link, an upstream link, assembled into one session.
 
 :class:`CallSession` is the thin imperative shell ``call`` (and later front ends) use::
 
@@ -22,19 +22,19 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mcptape.assemble import OwnStore, Session, SessionPlan, assemble
 from mcptape.client.core import ClientCore, ServerRequestHandler, State, Timeouts
 from mcptape.client.errors import ConnectError, ConnectTimeout, HttpError, TransportError
 from mcptape.client.link import ClientLink
 from mcptape.client.negotiate import ServerHello, negotiate
 from mcptape.client.retry import BACKOFF, with_retries
-from mcptape.proxy.addonmanager import AddonManager, Outcome, SessionContext
+from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.relay import Relay
 
 if TYPE_CHECKING:
     from mcptape.client.authflow import Authorizer
     from mcptape.client.authpolicy import ClientConfig
-    from mcptape.proxy.addons.recording import BackgroundStore
 
 
 @dataclass
@@ -74,15 +74,6 @@ class SessionOptions:
     oauth: ClientConfig | None = None  # a remote server's 401 runs the OAuth flow (None: it fails)
 
 
-def _redacted(argv: list[str], description: str) -> str:
-    try:
-        from mcptape.redact import redact_argv
-    except ImportError:  # pragma: no cover - until the redaction module lands
-        return description
-    safe = list(redact_argv(argv))
-    return description if safe == argv else " ".join(safe)
-
-
 class CallSession:
     """One client connection through the relay; see the module docstring."""
 
@@ -97,9 +88,8 @@ class CallSession:
         self.hello: ServerHello | None = None
         self.relay: Relay | None = None
         self.outcome: Outcome | None = None
-        self.store: BackgroundStore | None = None
+        self.session: Session | None = None  # the assembled session, once the server is reached
         self.recorded: bool | None = None
-        self._recorder: Any = None
         self._run: asyncio.Task[Outcome] | None = None
         self._transport = f"inproc->{target.transport}"
         self._remote: Link | None = None
@@ -117,17 +107,8 @@ class CallSession:
             await self.link.put(data)
         except LinkClosed as exc:
             raise TransportError(self.core.lost or str(exc)) from exc
-        if self._recorder is not None and self.store is None:
-            self._open_store()
-
-    def _open_store(self) -> None:
-        from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
-
-        description = self.target.description
-        if self.target.argv:
-            description = _redacted(self.target.argv, description)
-        row = SessionRow("call", self.target.name, self._transport, description)
-        self.store = BackgroundStore(self.options.db, row, self._recorder).start()
+        if self.session is not None:
+            self.session.start_store()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -233,14 +214,24 @@ class CallSession:
         return self.hello
 
     def _start_relay(self, server: Link) -> None:
-        addons: list[Any] = []
-        if self.options.record:
-            from mcptape.proxy.addons.recorder import Recorder
+        description = self.target.description
+        if self.target.argv:
+            from mcptape.redact import redact_command
 
-            self._recorder = Recorder()
-            addons.append(self._recorder)
-        session = SessionContext(None, "call", self._transport, self.target.description, self.target.name)
-        self.relay = Relay(self.link, server, AddonManager(addons), session, grace=self.options.grace)
+            _, description = redact_command(self.target.argv, description)  # secrets never reach the database
+        plan = SessionPlan(
+            "call",
+            self._transport,
+            description,
+            name=self.target.name,
+            store=OwnStore(self.options.db) if self.options.record else None,
+            grace=self.options.grace,
+        )
+        # The store opens once the first frame is sent (_send): importing SQLAlchemy must
+        # not delay the first request.
+        self.session = assemble(plan, self.link, server, start_store=False)
+        self.relay = self.session.relay
+        assert self.relay is not None
         self._run = asyncio.ensure_future(self.relay.run())
         self._run.add_done_callback(self._relay_ended)
         # The relay starts the links in its first steps; a frame may only be put after that.
@@ -272,18 +263,17 @@ class CallSession:
         if self._run is not None:
             with contextlib.suppress(Exception):
                 self.outcome = await self._run
-        if self._recorder is not None:
-            if self.store is None:
-                self._open_store()
-            self.recorded = await self.store.afinish()  # type: ignore[union-attr]
-            if not self.recorded and self.store is not None:
+        session = self.session
+        if session is not None and session.store is not None:
+            self.recorded = await session.finish_store()
+            if not self.recorded:
                 self.options.say(
-                    f"warning: this session could not be fully recorded into {self.store.where()}"
-                    + (f": {self.store.error}" if self.store.error else "")
+                    f"warning: this session could not be fully recorded into {session.where()}"
+                    + (f": {session.store.error}" if session.store.error else "")
                 )
         if core.state != "error":
             core.set_state("disconnected")
 
     def where(self) -> str | None:
-        """Where the session is recorded, once the store is open."""
-        return self.store.where() if self.store is not None else None
+        """Where the session is recorded, once the server is reached."""
+        return self.session.where() if self.session is not None else None

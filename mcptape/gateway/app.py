@@ -31,7 +31,6 @@ from mcptape.gateway.passthrough import WELL_KNOWN, PassThrough
 from mcptape.gateway.store import GatewayStore
 from mcptape.proxy.addonmanager import AddonManager, Outcome, SessionContext
 from mcptape.proxy.addons.recorder import Recorder
-from mcptape.proxy.addons.stream_meta import StreamMeta
 from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.downstream import DownstreamLink, EventStream, HttpSessionLink
 from mcptape.proxy.http.headers import PROTOCOL_VERSION, SESSION_ID, HeaderError, that_matter
@@ -241,14 +240,13 @@ class Gateway:
                 recorder.update(transport=context.transport)
 
             upstream.on_settled = settled
-        # StreamMeta first: a server frame is placed on its client stream, and says which, before it
-        # is recorded. The injector after the recorder, as in `record` (a retry follows what it answers).
+        # The injector after the recorder, as in `record` (a retry follows what it answers).
         injector = None
         if self.config.rules is not None:
             from mcptape.proxy.addons.injector import Injector
 
             injector = Injector(self.config.rules, declare=self.config.declare_capabilities)
-        addons = AddonManager([StreamMeta(link), recorder, *([injector] if injector is not None else [])])
+        addons = AddonManager([recorder, *([injector] if injector is not None else [])])
         relay = Relay(link, upstream, addons, context, grace=self.config.grace)
         if injector is not None:
             injector.use_relay(relay)

@@ -33,7 +33,7 @@ async def sse_get(gateway: Gateway, request: web.Request) -> web.StreamResponse:
     session = await gateway.open_session(request, link, "sse")
     endpoint = f"/servers/{request.match_info['name']}/messages?session_id={sid}"
     link.stream.push_raw(encode_event(endpoint.encode(), event="endpoint"))
-    if not await link.started(5.0):
+    if not await link.wait_started(5.0):
         return error_response(503, "the session did not start")
     link.emit("sse_endpoint", endpoint, {"endpoint": endpoint, "served_by": "mcptape"})
     try:

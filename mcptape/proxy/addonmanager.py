@@ -13,6 +13,7 @@ The hooks are declared in :mod:`mcptape.proxy.hooks`. This module calls them:
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import inspect
 import sys
@@ -62,6 +63,7 @@ class Outcome:
 
 
 Hook = Callable[..., Any]
+Prepare = Callable[[Flow], None]
 _Stage = tuple[int, int]  # (0: frame hooks, 1: frame_done hooks; index of the next hook)
 
 
@@ -93,6 +95,7 @@ class AddonManager:
                     self._hooks[name].append((addon, fn))
         self._reported: set[tuple[int, str]] = set()
         self.on_error: Callable[[str], None] | None = None
+        self._tasks: set[asyncio.Future[None]] = set()  # async hooks called from sync code, running
 
     def has(self, hook: str) -> bool:
         return bool(self._hooks[hook])
@@ -124,22 +127,50 @@ class AddonManager:
             except Exception as exc:
                 self._failed(addon, hook, exc)
 
+    def call_soon(self, hook: str, *args: Any) -> None:
+        """Call a lifecycle hook from code that cannot await it: an async hook runs on the loop."""
+        for addon, fn in self._hooks[hook]:
+            try:
+                result = fn(*args)
+                if inspect.isawaitable(result):
+                    task = asyncio.ensure_future(self._settle(addon, hook, result))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._tasks.discard)
+            except Exception as exc:
+                self._failed(addon, hook, exc)
+
+    async def _settle(self, addon: object, hook: str, awaitable: Awaitable[Any]) -> None:
+        try:
+            await awaitable
+        except Exception as exc:
+            self._failed(addon, hook, exc)
+
     # -- frames (on any thread) ---------------------------------------------------------
 
-    def run_frame(self, flow: Flow, *, decide: bool = True) -> Awaitable[None] | None:
-        """Run ``frame`` (when ``decide``) then ``frame_done`` hooks; an awaitable if one must be waited on."""
-        return self._run((0 if decide else 1, 0), flow)
+    def run_frame(
+        self, flow: Flow, *, decide: bool = True, prepare: Prepare | None = None
+    ) -> Awaitable[None] | None:
+        """Run ``frame`` (when ``decide``) then ``frame_done`` hooks; an awaitable if one must be waited on.
 
-    def _run(self, stage: _Stage, flow: Flow) -> Awaitable[None] | None:
-        step = self._step(stage, flow)
+        ``prepare(flow)`` runs once between the two: the decision is made, the frame is not
+        recorded yet (the relay lets the destination link say how the frame goes out).
+        """
+        return self._run((0 if decide else 1, 0), flow, prepare)
+
+    def _run(self, stage: _Stage, flow: Flow, prepare: Prepare | None) -> Awaitable[None] | None:
+        step = self._step(stage, flow, prepare)
         if step is None:
             return None
-        return self._finish(step, flow)
+        return self._finish(step, flow, prepare)
 
-    def _step(self, stage: _Stage, flow: Flow) -> tuple[Awaitable[Any], _Stage, object, str] | None:
+    def _step(
+        self, stage: _Stage, flow: Flow, prepare: Prepare | None
+    ) -> tuple[Awaitable[Any], _Stage, object, str] | None:
         """Run hooks synchronously from ``stage``; stop at the first that returns an awaitable."""
         phase, index = stage
         while phase < 2:
+            if phase == 1 and index == 0 and prepare is not None:
+                prepare(flow)
             hook = "frame" if phase == 0 else "frame_done"
             hooks = self._hooks[hook]
             while index < len(hooks):
@@ -158,7 +189,9 @@ class AddonManager:
             phase, index = phase + 1, 0
         return None
 
-    async def _finish(self, step: tuple[Awaitable[Any], _Stage, object, str], flow: Flow) -> None:
+    async def _finish(
+        self, step: tuple[Awaitable[Any], _Stage, object, str], flow: Flow, prepare: Prepare | None
+    ) -> None:
         current: tuple[Awaitable[Any], _Stage, object, str] | None = step
         while current is not None:
             awaitable, stage, addon, hook = current
@@ -166,4 +199,4 @@ class AddonManager:
                 await awaitable
             except Exception as exc:
                 self._failed(addon, hook, exc)
-            current = self._step(stage, flow)
+            current = self._step(stage, flow, prepare)

@@ -17,39 +17,12 @@ answered; a frame that was not forwarded carries ``meta["forwarded"] = False``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from mcptape.wire.frame import Frame, classify_batch, opposite
+from mcptape.wire.jsonrpc import error_response, result_response
 from mcptape.wire.jsontext import element_spans
-
-
-def _dumps(value: Any) -> bytes:
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # integers beyond 64 bits, in an id
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _id_value(rpc_id_text: str) -> Any:
-    """The id as a JSON value, from its exact text (so 2**64 stays an integer)."""
-    return json.loads(rpc_id_text)
-
-
-def result_bytes(rpc_id_text: str, result: Any) -> bytes:
-    """A JSON-RPC result response for the request whose id is written ``rpc_id_text``."""
-    return _dumps({"jsonrpc": "2.0", "id": _id_value(rpc_id_text), "result": result})
-
-
-def error_bytes(rpc_id_text: str, code: int, message: str, data: Any = None) -> bytes:
-    """A JSON-RPC error response for the request whose id is written ``rpc_id_text``."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return _dumps({"jsonrpc": "2.0", "id": _id_value(rpc_id_text), "error": error})
 
 
 @dataclass
@@ -78,11 +51,11 @@ class Flow:
 
     def respond(self, result: Any, *, item: int | None = None) -> None:
         """Answer a request (or batch element ``item``) with a result carrying its exact id."""
-        self._answer(lambda rid: result_bytes(rid, result), item)
+        self._answer(lambda rid: result_response(rid, result), item)
 
     def respond_error(self, code: int, message: str, data: Any = None, *, item: int | None = None) -> None:
         """Answer a request (or batch element ``item``) with a JSON-RPC error carrying its exact id."""
-        self._answer(lambda rid: error_bytes(rid, code, message, data), item)
+        self._answer(lambda rid: error_response(rid, code, message, data), item)
 
     def _answer(self, build: Any, item: int | None) -> None:
         frame = self.frame

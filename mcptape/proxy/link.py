@@ -46,6 +46,8 @@ MockTransport is the model).
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -81,9 +83,40 @@ class LinkEnd:
     stopped_by_us: bool = False
 
 
+def describe_status(returncode: int | None) -> str:
+    """Words for a process's exit status as Python reports it (negative: killed by a signal)."""
+    if returncode is None:
+        return "ended"
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"killed by {name}"
+    return f"exit status {returncode}"
+
+
+def status_sentence(returncode: int | None) -> str:
+    """A sentence fragment for how a server ended: 'exited with status 3', 'was killed by SIGKILL'."""
+    if returncode is None:
+        return "closed its output"
+    if returncode < 0:
+        return f"was {describe_status(returncode)}"
+    return f"exited with status {returncode}"
+
+
+def shell_status(returncode: int) -> int:
+    """The status a shell would report: 128 + signal number for a killed process."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
 @runtime_checkable
 class Link(Protocol):
-    """A channel of frames to and from one peer; see the module docstring for the contract."""
+    """A channel of frames to and from one peer; see the module docstring for the contract.
+
+    The last three methods are optional abilities: :class:`LinkBase` gives each a
+    default that does nothing, and the relay calls them on every link.
+    """
 
     name: str
 
@@ -96,6 +129,115 @@ class Link(Protocol):
     def stop_receiving(self) -> None: ...
 
     async def aclose(self, grace: float) -> LinkEnd: ...
+
+    def prepare(self, frame: Frame) -> dict[str, Any] | None: ...
+
+    def hurry(self) -> None: ...
+
+    def watch_transport(self, settled: Callable[[str], None]) -> None: ...
+
+
+class LinkBase:
+    """The optional abilities of a link, with their defaults; every link derives from it.
+
+    ``prepare(frame)``
+        Called by the relay on the link a frame is about to be sent to, once the addons
+        have decided and before the frame is recorded: how the frame will go out, as
+        transport metadata (an HTTP upstream: method, path, headers; a client-facing HTTP
+        session: the SSE stream and event id), or None. A link may commit the frame here
+        (a client-facing HTTP session puts it on its stream, so that the recorded event
+        id is the one sent); its later :meth:`Link.send` then does nothing more.
+    ``hurry()``
+        mcptape itself was signalled: whoever did may not wait out the grace, so shorten
+        the waits of :meth:`Link.aclose` (a process: stdin closed, then SIGTERM, sooner).
+    ``watch_transport(settled)``
+        ``settled(name)`` is called once the transport actually used is known, when the
+        link chose it at run time (``auto``: streamable HTTP, or legacy SSE after a refusal).
+    """
+
+    name: str = "link"
+
+    def prepare(self, frame: Frame) -> dict[str, Any] | None:
+        return None
+
+    def hurry(self) -> None:
+        return None
+
+    def watch_transport(self, settled: Callable[[str], None]) -> None:
+        return None
+
+    @classmethod
+    def prepares(cls) -> bool:
+        """Whether this kind of link says how it sends frames (the relay skips the call if not)."""
+        return cls.prepare is not LinkBase.prepare
+
+
+class LoopSideLink(LinkBase):
+    """A link whose peer lives on the event loop: frames come in from coroutines, and the
+    start/stop/close bookkeeping every such link needs (an in-memory peer, the in-process
+    client, a client-facing HTTP session)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._deliver: Deliver | None = None
+        self._ended_cb: Ended | None = None
+        self._event: EventSink | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._receiving = False
+        self._send_closed = False
+        self._has_ended = False
+        self._end: LinkEnd | None = None
+
+    def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
+        self._deliver, self._ended_cb, self._event = deliver, ended, event
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._receiving = True
+
+    @property
+    def started(self) -> bool:
+        """Whether the relay has started this link (a frame may be delivered)."""
+        return self._deliver is not None
+
+    async def _receive(self, frame: Frame) -> None:
+        """Deliver a frame from the peer to the relay, waiting while it asks (back-pressure)."""
+        if not self._receiving or self._deliver is None:
+            raise LinkClosed(f"{self.name}: the session is over")
+        pending = self._deliver(frame)
+        if pending is not None:
+            await pending
+
+    def _peer_ended(self, why: str = "eof") -> None:
+        """The peer is gone: the relay hears it once."""
+        self._receiving = False
+        if not self._has_ended and self._ended_cb is not None:
+            self._has_ended = True
+            self._ended_cb(why)
+
+    def emit(self, kind: str, text: str | None, data: object = None) -> None:
+        """Report something that is not a frame (recorded as an event of the session)."""
+        if self._event is not None:
+            self._event(kind, text, data)
+
+    def close_send(self) -> None:
+        self._send_closed = True
+
+    def stop_receiving(self) -> None:
+        self._receiving = False
+
+    def _ending(self) -> LinkEnd:
+        """How :meth:`aclose` reports this link's end."""
+        return LinkEnd("closed")
+
+    async def aclose(self, grace: float) -> LinkEnd:
+        if self._end is None:
+            self.close_send()
+            if self._receiving:
+                self._peer_ended("stopped")
+            self.stop_receiving()
+            self._end = self._ending()
+        return self._end
 
 
 async def _await(awaitable: Awaitable[Any]) -> Any:

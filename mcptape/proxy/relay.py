@@ -45,11 +45,10 @@ from typing import Any
 import orjson
 
 from mcptape.proxy.addonmanager import AddonManager, Flow, Outcome, SessionContext
-from mcptape.proxy.flow import error_bytes
-from mcptape.proxy.link import Link, LinkClosed, LinkEnd, wait_from_thread
-from mcptape.proxy.links.process import status_sentence
+from mcptape.proxy.link import Link, LinkBase, LinkClosed, LinkEnd, status_sentence, wait_from_thread
 from mcptape.wire.frame import Direction, Frame, classify_batch, id_key, opposite
 from mcptape.wire.ids import encode_id
+from mcptape.wire.jsonrpc import error_response
 
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
 CONNECTION_CLOSED = -32000
@@ -111,10 +110,12 @@ class Relay:
         self._ended: dict[Direction, asyncio.Future[str]] = {}
         self._stop: asyncio.Event | None = None
         addons.on_error = lambda message: self.emit("error", message)
-        # An HTTP upstream says how it will send each client frame (method, path, headers):
-        # put on the frame before it is recorded.
-        self._upstream_meta: Callable[[Frame], dict[str, Any] | None] | None = getattr(
-            server, "outgoing_meta", None
+        # A link that says how it sends a frame (an HTTP upstream: method, path, headers; a
+        # client-facing HTTP session: its stream and event id) is asked once the addons
+        # have decided, before the frame is recorded (see LinkBase.prepare).
+        self._prepares = {"c2s": _declares_prepare(server), "s2c": _declares_prepare(client)}
+        self._prepare_step: Callable[[Flow], None] | None = (
+            self._prepare if any(self._prepares.values()) else None
         )
 
     # -- events -----------------------------------------------------------------
@@ -129,10 +130,8 @@ class Relay:
             self.stop_reason = reason
             self.emit("signal", reason)
             self._stop.set()
-            # Whoever signalled us may not wait out the grace (see ProcessLink.hurry).
-            hurry = getattr(self.server, "hurry", None)
-            if hurry is not None:
-                hurry()
+            # Whoever signalled us may not wait out the grace (see LinkBase.hurry).
+            self.server.hurry()
 
     # -- frames -------------------------------------------------------------------
 
@@ -144,10 +143,8 @@ class Relay:
             own = self._own.pop(f"{frame.direction}:{frame.rpc_id}", None)
             if own is not None:
                 return self._own_reply(frame, *own)
-        if self._upstream_meta is not None and frame.direction == "c2s":
-            self._note_upstream(frame)
         flow = Flow(frame)
-        pending = self.addons.run_frame(flow)
+        pending = self.addons.run_frame(flow, prepare=self._prepare_step)
         if pending is None:
             return self._forward(flow)
         loop = self._loop
@@ -158,16 +155,23 @@ class Relay:
             return self._forward(flow)
         return _chain(pending, lambda: self._forward(flow))
 
-    def _note_upstream(self, frame: Frame) -> None:
-        assert self._upstream_meta is not None
+    def _prepare(self, flow: Flow) -> None:
+        """The destination link says how the outgoing frame goes out: put on it before it is recorded."""
+        out = flow.outgoing
+        if out is None or not self._prepares[out.direction]:
+            return
+        old = out.meta or {}
+        if old.get("forwarded") is False:
+            return  # mcptape's own replies are never forwarded
+        dst = self.server if out.direction == "c2s" else self.client
         try:
-            meta = self._upstream_meta(frame)
+            meta = dst.prepare(out)
         except Exception:  # metadata must never stop a frame
             return
         if meta:
-            old = frame.meta or {}
-            # A frame that came over HTTP keeps its own request's metadata; the upstream's goes beside it.
-            frame.meta = {**old, "upstream": meta} if "stream" in old else {**old, **meta}
+            # A frame that came over HTTP keeps its own request's metadata; the other side's goes beside it.
+            side = "upstream" if out.direction == "c2s" else "downstream"
+            out.meta = {**old, side: meta} if "stream" in old else {**old, **meta}
 
     def _forward(self, flow: Flow) -> Awaitable[Any] | None:
         frame = flow.frame
@@ -201,7 +205,9 @@ class Relay:
         """Record a frame mcptape wrote, then send it toward its direction's peer."""
         flow = Flow(frame, injected=True)
         dst = self.server if frame.direction == "c2s" else self.client
-        return _chain(self.addons.run_frame(flow, decide=False), lambda: dst.send(frame))
+        return _chain(
+            self.addons.run_frame(flow, decide=False, prepare=self._prepare_step), lambda: dst.send(frame)
+        )
 
     def _track(self, frame: Frame) -> None:
         """Keep the client requests the server has not answered yet (ids as peers compare them)."""
@@ -464,7 +470,7 @@ class Relay:
         for entries in pending.values():
             for rpc_id, method, group in entries:
                 message = f"mcptape: the MCP server {how} before answering {method or 'this request'}{last}"
-                answer = error_bytes(rpc_id, CONNECTION_CLOSED, message, data)
+                answer = error_response(rpc_id, CONNECTION_CLOSED, message, data)
                 if group is None:
                     singles.append(answer)
                 else:
@@ -474,7 +480,9 @@ class Relay:
             frame = Frame(answer, "s2c", "proxy")
             # Recorded first (the recorder's own waits are bounded), then sent; only the
             # client's reading is given a time limit, so a slow store never costs an answer.
-            recorded = self.addons.run_frame(Flow(frame, injected=True), decide=False)
+            recorded = self.addons.run_frame(
+                Flow(frame, injected=True), decide=False, prepare=self._prepare_step
+            )
             if recorded is not None:
                 await recorded
             try:
@@ -501,3 +509,8 @@ async def _gather(waits: list[Awaitable[Any]]) -> None:
 async def _settle(side: asyncio.Future[str], timeout: float) -> None:
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(asyncio.shield(side), timeout)
+
+
+def _declares_prepare(link: Link) -> bool:
+    """Whether a link says how it sends frames (overrides :meth:`LinkBase.prepare`)."""
+    return type(link).prepare is not LinkBase.prepare

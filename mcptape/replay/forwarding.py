@@ -20,8 +20,7 @@ from typing import Any, Final
 
 import orjson
 
-from mcptape.proxy.link import EventSink, Link, LinkClosed, LinkEnd
-from mcptape.proxy.links.process import status_sentence
+from mcptape.proxy.link import EventSink, Link, LinkClosed, LinkEnd, status_sentence
 from mcptape.replay.tape import id_key
 from mcptape.wire.frame import Frame
 

@@ -38,7 +38,16 @@ from typing import Any, Final
 
 import orjson
 
-from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkClosed, LinkEnd, wait_from_thread
+from mcptape.proxy.link import (
+    Deliver,
+    Ended,
+    EventSink,
+    Link,
+    LinkBase,
+    LinkClosed,
+    LinkEnd,
+    wait_from_thread,
+)
 from mcptape.replay.book import AnswerBook, Entry
 from mcptape.replay.forwarding import Forwarder
 from mcptape.replay.loose import Anchors, Item, anchored
@@ -59,7 +68,7 @@ def _token(message: dict[str, Any]) -> Any:
     return meta.get("progressToken") if isinstance(meta, dict) else None
 
 
-class TapeServer:
+class TapeServer(LinkBase):
     """Plays the server side of ``tape``; see the module docstring."""
 
     def __init__(

@@ -36,7 +36,7 @@ from typing import Any
 
 import orjson
 
-from mcptape.proxy.link import Deliver, Ended, EventSink, LinkEnd, wait_from_thread
+from mcptape.proxy.link import Deliver, Ended, EventSink, LinkBase, LinkEnd, wait_from_thread
 from mcptape.replay.book import AnswerBook, Entry
 from mcptape.replay.tape import (
     Exchange,
@@ -82,7 +82,7 @@ def answer_bytes(request: dict[str, Any], entry: Entry | None) -> bytes:
     return _dumps(reply)
 
 
-class TapePlayer:
+class TapePlayer(LinkBase):
     """Plays the client side of ``tape``; see the module docstring."""
 
     def __init__(

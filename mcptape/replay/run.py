@@ -1,4 +1,4 @@
-"""`replay` assembled: a tape player as the client link, a freshly spawned server, the recorder.
+"""`replay`: a tape player as the client link and a freshly started server, compared with the recording.
 
 One recording at a time: the server is started, re-driven with the recorded client
 frames through the relay (so the replay is recorded like any session, mode ``replay``,
@@ -8,7 +8,6 @@ compared with the recording.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import json
 import signal
@@ -17,13 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcptape.proxy.addonmanager import AddonManager, SessionContext
-from mcptape.proxy.addons.recorder import Recorder
-from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
+from mcptape.assemble import OwnStore, SessionPlan, assemble
 from mcptape.proxy.link import Link
 from mcptape.proxy.links.process import ProcessLink, SpawnError
-from mcptape.proxy.record import _redacted
-from mcptape.proxy.relay import Relay
+from mcptape.redact import redact_command
 from mcptape.replay.compare import DIFFERS, ExchangeResult, SessionResult, compare_tapes
 from mcptape.replay.matchers import Difference
 from mcptape.replay.normalise import Normaliser
@@ -81,51 +77,40 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
     # The recordings read so far are long-lived: keep the cyclic collector from walking
     # them again and again while the replay allocates (it took a third of a replay's time).
     gc.freeze()
-    recorder = Recorder()
     server: Link
     if plan.upstream_link is not None:
         description = plan.description  # the URL, redacted by the command line already
         server = plan.upstream_link()
     else:
-        _, description = _redacted(plan.argv, plan.description)  # secrets never reach the database
+        _, description = redact_command(plan.argv, plan.description)  # secrets never reach the database
         try:
             server = ProcessLink.spawn(plan.argv, env=plan.env, cwd=plan.cwd, echo_stderr=plan.echo_stderr)
         except SpawnError as exc:
             return Replayed(SessionResult(tape.source, [], error=str(exc)), [])
-    transport = f"tape->{plan.transport}"
-    session = SessionContext(None, "replay", transport, description, None)
-    _record_settled_transport(server, session, recorder)
-    row = SessionRow("replay", None, transport, description, replay_of=tape.session_id)
-    store = BackgroundStore(plan.db, row, recorder).start() if plan.record else None
-    if store is not None:
-        # Nobody is waiting on a replay's first frame: open the store (while the server
-        # starts) before driving, rather than holding frames for it mid-replay.
-        await store.opened()
     report = _progress(tape.source, len(tape.exchanges)) if plan.progress else None
     player = TapePlayer(tape, timeout=plan.timeout, progress=report)
     if plan.rules:
         player.answer = rules_answer(plan.rules, player)
-    addons = AddonManager([recorder] if store is not None else [])
-    relay = Relay(player, server, addons, session, grace=plan.grace)
-    loop = asyncio.get_running_loop()
-    stopped_by: list[int] = []
-    for signum in SIGNALS:
-
-        def on_signal(signum: int = signum) -> None:
-            stopped_by.append(signum)
-            relay.stop(signal.Signals(signum).name)
-
-        loop.add_signal_handler(signum, on_signal)
-    try:
-        outcome = await relay.run()
-    finally:
-        for signum in SIGNALS:
-            loop.remove_signal_handler(signum)
+    session_plan = SessionPlan(
+        "replay",
+        f"tape->{plan.transport}",
+        description,
+        replay_of=tape.session_id,
+        store=OwnStore(plan.db) if plan.record else None,
+        grace=plan.grace,
+    )
+    session = assemble(session_plan, player, server)
+    if session.store is not None:
+        # Nobody is waiting on a replay's first frame: open the store (while the server
+        # starts) before driving, rather than holding frames for it mid-replay.
+        await session.store.opened()
+    outcome = await session.run(SIGNALS)
+    stopped_by = session.stopped_by
     replay_id = None
-    if store is not None:
-        if not await store.afinish():
-            _say(f"warning: the replay of {tape.source} could not be recorded fully into {store.where()}")
-        replay_id = store.session_id
+    if session.store is not None:
+        if not await session.finish_store():
+            _say(f"warning: the replay of {tape.source} could not be recorded fully into {session.where()}")
+        replay_id = session.store.session_id
     replayed = player.replayed_tape()
     results = compare_tapes(tape, replayed, plan.normaliser)
     if player.notifications_dropped:
@@ -144,19 +129,6 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
         player.seen,
         stopped_by[0] if stopped_by else None,
     )
-
-
-def _record_settled_transport(server: Link, session: SessionContext, recorder: Recorder) -> None:
-    """With ``--transport auto`` the session row says the transport the server took, as ``record``'s does."""
-    from mcptape.proxy.http.upstream import AutoLink
-
-    if isinstance(server, AutoLink):
-
-        def settled(actual: str) -> None:
-            session.transport = f"tape->{actual}"
-            recorder.update(transport=session.transport)
-
-        server.on_settled = settled
 
 
 def _flood(tape: Tape, player: TapePlayer) -> ExchangeResult:

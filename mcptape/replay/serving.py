@@ -1,4 +1,4 @@
-"""`serve` assembled: our stdio as the client link, the tape as the server, the recorder.
+"""`serve`: our stdio as the client link, the tape as the server (the session assembled by :mod:`mcptape.assemble`).
 
 The session is recorded (mode ``serve``, ``replay_of`` the recording) when a database
 is in play, so what the client under test asked, and how it answered the replayed
@@ -7,7 +7,6 @@ server requests, can be read back with SQL like any session.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shlex
 import shutil
@@ -15,13 +14,10 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mcptape.proxy.addonmanager import AddonManager, SessionContext
-from mcptape.proxy.addons.recorder import Recorder
-from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
+from mcptape.assemble import OwnStore, SessionPlan, StoreSource, assemble
 from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.links.process import ProcessLink, SpawnError
 from mcptape.proxy.links.stdio import open_stdio_link
-from mcptape.proxy.relay import Relay
 from mcptape.replay.mock import TapeServer
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.pace import Pace
@@ -91,6 +87,24 @@ def forward_problem(plan: ServePlan) -> str | None:
     return f"the server for --on-miss forward cannot be started: {command!r} not found or not executable"
 
 
+def serve_plan(plan: ServePlan, downstream: str, store: StoreSource | None = None) -> SessionPlan:
+    """The session a served client gets: mode ``serve``, ``replay_of`` the recording.
+
+    ``store``: where it is recorded (``serve --listen`` shares one store); by default a
+    store of its own when ``plan.record``.
+    """
+    if store is None and plan.record:
+        store = OwnStore(plan.db)
+    return SessionPlan(
+        "serve",
+        f"{downstream}->tape",
+        f"tape {plan.tape.source}",
+        replay_of=plan.tape.session_id,
+        store=store if plan.record else None,
+        grace=plan.grace,
+    )
+
+
 async def run_serve(plan: ServePlan, client: Link | None = None) -> int:
     """Serve the tape to the client on our stdio (or ``client``) until it leaves; the exit status."""
     try:
@@ -105,28 +119,11 @@ async def run_serve(plan: ServePlan, client: Link | None = None) -> int:
             _say(f"error: {exc}")
             return 2
     tape_server = TapeServer(plan.tape, normaliser=plan.normaliser, fallback=fallback, pace=plan.pace)
-    recorder = Recorder()
-    description = f"tape {plan.tape.source}"
-    session = SessionContext(None, "serve", "stdio->tape", description, None)
-    row = SessionRow("serve", None, "stdio->tape", description, replay_of=plan.tape.session_id)
-    store = BackgroundStore(plan.db, row, recorder).start() if plan.record else None
-    relay = Relay(client, tape_server, AddonManager([recorder] if store else []), session, grace=plan.grace)
-    loop = asyncio.get_running_loop()
-    stopped_by: list[int] = []
-    for signum in SIGNALS:
-
-        def on_signal(signum: int = signum) -> None:
-            stopped_by.append(signum)
-            relay.stop(signal.Signals(signum).name)
-
-        loop.add_signal_handler(signum, on_signal)
-    try:
-        await relay.run()
-    finally:
-        for signum in SIGNALS:
-            loop.remove_signal_handler(signum)
-    if store is not None and not await store.afinish():
-        _say(f"warning: this session could not be recorded fully into {store.where()}")
+    session = assemble(serve_plan(plan, "stdio"), client, tape_server)
+    await session.run(SIGNALS)
+    if not await session.finish_store():
+        _say(f"warning: this session could not be recorded fully into {session.where()}")
+    stopped_by = session.stopped_by
     if stopped_by:
         return 128 + stopped_by[0]
     return strict_failures(plan, [tape_server])

@@ -130,6 +130,7 @@ class Writer:
         self._engine = engine
         self._watch = watch  # the SQLite file opened: stop when it is deleted or replaced
         self._where = where
+        self.where = where  # for messages: the file or server, as a person named it
         self._batch_size = max(1, batch_size)
         self._statements = Statements(engine)
         self._sqlite = engine.dialect.name == "sqlite"

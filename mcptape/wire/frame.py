@@ -49,7 +49,6 @@ __all__ = [
     "classify_large",
     "classify_message",
     "encode_id",
-    "error_response",
     "id_key",
     "opposite",
     "origin_of",
@@ -312,19 +311,3 @@ class Frame:
     def text(self) -> str:
         """The frame as text; invalid UTF-8 is replaced (the exact bytes stay in ``data``)."""
         return _lossy(self.data)
-
-
-def error_response(rpc_id: str, code: int, message: str, data: Any = None) -> bytes:
-    """A JSON-RPC error response for the request whose id has the wire text ``rpc_id``.
-
-    The id is written back exactly as the request carried it (never re-encoded), so a
-    client matches the answer whatever its id looked like.
-    """
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    try:
-        body = orjson.dumps(error)
-    except TypeError:  # integers beyond 64 bits in data
-        body = json.dumps(error, separators=(",", ":"), ensure_ascii=False).encode()
-    return b'{"jsonrpc":"2.0","id":' + rpc_id.encode() + b',"error":' + body + b"}"

@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mcptape.proxy.addonmanager import Flow, Outcome, SessionContext
-from mcptape.proxy.flow import error_bytes, result_bytes
 from mcptape.proxy.link import LinkClosed
 from mcptape.rules.rules import Answer, RuleContext, Rules
 from mcptape.wire.frame import Frame, id_key
+from mcptape.wire.jsonrpc import error_response, result_response
 
 if TYPE_CHECKING:
     from mcptape.proxy.relay import Relay
@@ -225,7 +225,7 @@ class Injector:
             return  # the relay answers the client's pending request when the server is gone
         except Exception as exc:
             self.relay.emit("error", f"injector: retrying {call.method} failed: {type(exc).__name__}: {exc}")
-            data = result_bytes(call.rpc_id, result)
+            data = result_response(call.rpc_id, result)
             with contextlib.suppress(LinkClosed):
                 await self.relay.send(Frame(data, "s2c", "proxy"))
 
@@ -257,13 +257,13 @@ class Injector:
         final = reply.message if isinstance(reply.message, dict) else {}
         if isinstance(result, dict) and result.get("resultType") == "input_required":
             # a round the rules cannot complete: the client answers it, mcptape adds its part
-            data = result_bytes(call.rpc_id, self._for_client(result, context) or result)
+            data = result_response(call.rpc_id, self._for_client(result, context) or result)
         elif "result" in final:
-            data = result_bytes(call.rpc_id, final["result"])
+            data = result_response(call.rpc_id, final["result"])
         else:
             got = final.get("error")
             error: dict[str, Any] = got if isinstance(got, dict) else {}
-            data = error_bytes(
+            data = error_response(
                 call.rpc_id, error.get("code", -32603), error.get("message", ""), error.get("data")
             )
         with contextlib.suppress(LinkClosed):

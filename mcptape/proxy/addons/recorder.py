@@ -192,12 +192,10 @@ class Recorder:
             ):
                 return self._wait_ready(EARLY_PATIENCE)
             return None
-        failed = getattr(writer, "failed", None)
+        failed = writer.failed
         if failed and self.failure is None:
             with self._lock:
-                self._warn(
-                    f"recording into {getattr(writer, 'where', 'the database')} failed: {failed}", opened=True
-                )
+                self._warn(f"recording into {writer.where} failed: {failed}", opened=True)
         if not writer.over_limit:
             if self._blocked:
                 self._blocked = False

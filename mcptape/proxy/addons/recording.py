@@ -149,7 +149,7 @@ class BackgroundStore:
         ok = self.error is None
         if self.writer is not None:
             self.writer.close()
-            if getattr(self.writer, "failed", None) or self.writer.errors:
+            if self.writer.failed or self.writer.errors:
                 ok = False
         if self.store is not None:
             self.store.close()

@@ -9,9 +9,9 @@ store per stream, bounded) so a client reconnecting with ``Last-Event-ID`` gets 
 missed. :class:`SseSessionLink` is a legacy HTTP+SSE session: one event stream for
 everything the server sends.
 
-Which stream a server frame goes on is decided once, by :meth:`DownstreamLink.place`,
-from any thread: the :class:`~mcptape.proxy.addons.stream_meta.StreamMeta` addon calls it before the recorder sees the
-frame, so the recorded frame says how it went out (``http_method``, ``path``,
+Which stream a server frame goes on is decided once, by :meth:`DownstreamLink.prepare`,
+from any thread: the relay calls it once the addons have decided and before the recorder
+sees the frame, so the recorded frame says how it went out (``http_method``, ``path``,
 ``stream`` ``post``/``get``/``sse``, ``status``, ``headers``, ``event_id``: the keys
 an HTTP upstream link records), and the frame's later ``send`` finds it placed.
 
@@ -33,7 +33,7 @@ from typing import Any
 from mcptape.proxy.http.headers import that_matter
 from mcptape.proxy.http.routing import Router
 from mcptape.proxy.http.sse import encode_event
-from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LinkEnd
+from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LoopSideLink
 from mcptape.wire.frame import Frame
 
 KEEP_EVENTS = 1000  # per stream, for Last-Event-ID resumption
@@ -143,36 +143,24 @@ class EventStream:
             await self._changed.wait()
 
 
-class DownstreamLink(abc.ABC):
+class DownstreamLink(LoopSideLink, abc.ABC):
     """Base of the client-facing HTTP links: frames in from handlers (loop), out from any thread."""
 
     def __init__(self, session_id: str, name: str, path: str = "") -> None:
+        super().__init__(name)
         self.session_id = session_id
-        self.name = name
         self.path = path
         # Routing state is shared by the loop (POSTs) and a stdio upstream's reader thread.
         self._lock = threading.Lock()
-        self._placed: dict[int, Frame] = {}  # frames StreamMeta placed before their send
+        self._placed: dict[int, Frame] = {}  # frames placed by prepare() before their send
         self.last_active = time.monotonic()
-        self._deliver: Deliver | None = None
-        self._ended_cb: Ended | None = None
-        self._event: EventSink | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: int | None = None
-        self._receiving = False
-        self._send_closed = False
-        self._has_ended = False
-        self._end: LinkEnd | None = None
         self._started = asyncio.Event()
 
     def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
-        self._deliver, self._ended_cb, self._event = deliver, ended, event
-        self._loop = asyncio.get_running_loop()
-        self._loop_thread = threading.get_ident()
-        self._receiving = True
+        super().start(deliver, ended, event)
         self._started.set()
 
-    async def started(self, timeout: float) -> bool:
+    async def wait_started(self, timeout: float) -> bool:
         """Wait until the relay has started this link (its first turn); False after ``timeout``."""
         try:
             await asyncio.wait_for(self._started.wait(), timeout)
@@ -188,9 +176,7 @@ class DownstreamLink(abc.ABC):
             await self._started.wait()
         if not self._receiving or self._deliver is None:
             raise LinkClosed(f"{self.name}: the session is closing")
-        pending = self._deliver(frame)
-        if pending is not None:
-            await pending
+        await self._receive(frame)
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
         if self._send_closed or self._loop is None:
@@ -201,7 +187,7 @@ class DownstreamLink(abc.ABC):
             self._place(frame)
         return None
 
-    def place(self, frame: Frame) -> dict[str, Any] | None:
+    def prepare(self, frame: Frame) -> dict[str, Any] | None:
         """Put a server frame on its client stream now (any thread); how it went out, or None.
 
         The returned metadata is the stream's (``http_method``, ``path``, ``stream``,
@@ -232,30 +218,10 @@ class DownstreamLink(abc.ABC):
                 with contextlib.suppress(RuntimeError):
                     self._loop.call_soon_threadsafe(self._close_streams)
 
-    def stop_receiving(self) -> None:
-        self._receiving = False
-
     def client_gone(self, why: str) -> None:
         """The client ended the session (DELETE, idle timeout, its SSE stream closed)."""
         self.emit("http_session_closed", why, {"session_id": self.session_id})
-        self._receiving = False
-        if not self._has_ended and self._ended_cb is not None:
-            self._has_ended = True
-            self._ended_cb("eof")
-
-    def emit(self, kind: str, text: str | None, data: object = None) -> None:
-        if self._event is not None:
-            self._event(kind, text, data)
-
-    async def aclose(self, grace: float) -> LinkEnd:
-        if self._end is None:
-            self.close_send()
-            self.stop_receiving()
-            if not self._has_ended and self._ended_cb is not None:
-                self._has_ended = True
-                self._ended_cb("stopped")
-            self._end = LinkEnd("closed")
-        return self._end
+        self._peer_ended("eof")
 
 
 def stream_meta(method: str, path: str, stream: str, headers: dict[str, str]) -> dict[str, Any]:

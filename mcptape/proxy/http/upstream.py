@@ -20,13 +20,13 @@ from typing import Any
 
 from mcptape.proxy.http.upstream_http import Fallback, HttpClientLink
 from mcptape.proxy.http.upstream_sse import SseClientLink
-from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkEnd
+from mcptape.proxy.link import Deliver, Ended, EventSink, Link, LinkBase, LinkEnd
 from mcptape.wire.frame import Frame
 
 TRANSPORTS = ("http", "sse", "auto")
 
 
-class AutoLink:
+class AutoLink(LinkBase):
     """Streamable HTTP first; legacy SSE when the first POST is refused."""
 
     def __init__(
@@ -88,8 +88,11 @@ class AutoLink:
         old._ended_cb = None  # the probe's end is not the session's
         self._closing = asyncio.get_running_loop().create_task(old.aclose(0.1))
 
-    def outgoing_meta(self, frame: Frame) -> dict[str, Any]:
-        return self.active.outgoing_meta(frame)
+    def prepare(self, frame: Frame) -> dict[str, Any] | None:
+        return self.active.prepare(frame)
+
+    def watch_transport(self, settled: Callable[[str], None]) -> None:
+        self.on_settled = settled
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
         return self.active.send(frame)

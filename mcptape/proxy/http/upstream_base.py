@@ -14,9 +14,9 @@ import threading
 from collections.abc import Awaitable, Iterable
 from typing import Any
 
-from mcptape.proxy.flow import error_bytes
-from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LinkEnd
+from mcptape.proxy.link import Deliver, Ended, EventSink, LinkBase, LinkClosed, LinkEnd
 from mcptape.wire.frame import Frame
+from mcptape.wire.jsonrpc import error_response
 
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
 UPSTREAM_ERROR = -32000
@@ -36,7 +36,7 @@ def unreachable(url: str, exc: BaseException) -> str:
     return f"cannot reach the MCP server at {url}: {type(exc).__name__}: {exc}"
 
 
-class LoopLink(abc.ABC):
+class LoopLink(LinkBase, abc.ABC):
     """Base of the links whose I/O runs on the event loop (aiohttp's client)."""
 
     def __init__(self, url: str, headers: dict[str, str] | None, name: str) -> None:
@@ -119,7 +119,7 @@ class LoopLink(abc.ABC):
     async def _run(self) -> None:
         """Talk to the server until the link ends (each transport's own protocol)."""
 
-    async def _goodbye(self) -> None:  # noqa: B027 - optional hook: legacy SSE has nothing to say
+    async def _goodbye(self) -> None:
         """What to tell the server when the session ends (DELETE for streamable HTTP)."""
 
     def spawn(self, coro: Any) -> asyncio.Task[Any]:
@@ -152,7 +152,7 @@ class LoopLink(abc.ABC):
     async def fail_ids(self, rpc_ids: Iterable[str], message: str, data: object = None) -> None:
         """:meth:`fail_request` for requests named by their ids."""
         for rpc_id in sorted(rpc_ids):
-            answer = error_bytes(rpc_id, UPSTREAM_ERROR, f"mcptape: {message}", data)
+            answer = error_response(rpc_id, UPSTREAM_ERROR, f"mcptape: {message}", data)
             await self.deliver(Frame(answer, "s2c", "proxy", meta={"upstream_error": message}))
 
 

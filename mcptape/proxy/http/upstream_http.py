@@ -155,7 +155,7 @@ class HttpClientLink(LoopLink):
                 return
             first = False
 
-    def outgoing_meta(self, frame: Frame) -> dict[str, Any]:
+    def prepare(self, frame: Frame) -> dict[str, Any] | None:
         """How a client frame is about to be sent (for its record): the POST and the headers
         that matter, as they stand when the relay hands it over (credentials redacted)."""
         return {

@@ -114,7 +114,7 @@ class SseClientLink(LoopLink):
             response.release()
             self._endpoint_known.set()
 
-    def outgoing_meta(self, frame: Frame) -> dict[str, Any]:
+    def prepare(self, frame: Frame) -> dict[str, Any] | None:
         """How a client frame is about to be sent (for its record): POSTed to the endpoint."""
         headers = {**self.headers, "Content-Type": "application/json"}
         return {

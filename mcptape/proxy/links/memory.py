@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LinkEnd
+from mcptape.proxy.link import LinkClosed, LinkEnd, LoopSideLink
 from mcptape.wire.frame import Direction, Frame
 
 
@@ -31,7 +31,7 @@ class MemoryPeer:
 
     async def send(self, data: bytes | str, **meta: Any) -> None:
         """Send one frame from the peer to the relay, as the peer's transport would."""
-        await self.link._receive(data.encode() if isinstance(data, str) else data, meta or None)
+        await self.link._receive_bytes(data.encode() if isinstance(data, str) else data, meta or None)
 
     def close(self) -> None:
         """The peer goes away: the link stops receiving with ``"eof"``."""
@@ -42,7 +42,7 @@ class MemoryPeer:
         return await asyncio.wait_for(self.link._outbox.get(), timeout)
 
 
-class MemoryLink:
+class MemoryLink(LoopSideLink):
     """A link whose peer is Python code on the same loop: frames are delivered from the loop.
 
     ``incoming`` is the direction of frames the peer sends (``"c2s"`` when the peer
@@ -50,37 +50,20 @@ class MemoryLink:
     """
 
     def __init__(self, incoming: Direction, name: str, *, exit_code: int | None = None) -> None:
-        self.name = name
+        super().__init__(name)
         self.incoming: Direction = incoming
         self.exit_code = exit_code
-        self._deliver: Deliver | None = None
-        self._ended: Ended | None = None
-        self._event: EventSink | None = None
         self._outbox: asyncio.Queue[bytes] = asyncio.Queue()
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
-        self._receiving = False
-        self._send_closed = False
-        self._end: LinkEnd | None = None
         self.peer = MemoryPeer(self)
 
-    def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
-        self._deliver, self._ended, self._event = deliver, ended, event
-        self._loop = asyncio.get_running_loop()
-        self._receiving = True
-
-    async def _receive(self, data: bytes, meta: dict[str, Any] | None) -> None:
-        if not self._receiving or self._deliver is None:
-            return
-        pending = self._deliver(Frame(data, self.incoming, meta=meta))
-        if pending is not None:
-            await pending
+    async def _receive_bytes(self, data: bytes, meta: dict[str, Any] | None) -> None:
+        if self._receiving and self._deliver is not None:
+            await self._receive(Frame(data, self.incoming, meta=meta))
 
     def _peer_closed(self) -> None:
         if self._receiving:
-            self._receiving = False
-            if self._ended is not None:
-                self._ended("eof")
+            self._peer_ended("eof")
 
     def send(self, frame: Frame) -> None:
         with self._lock:
@@ -96,21 +79,11 @@ class MemoryLink:
         self._outbox.put_nowait(frame.data)
 
     def close_send(self) -> None:
-        self._send_closed = True
+        super().close_send()
         self.peer.closed_by_relay = True
 
-    def stop_receiving(self) -> None:
-        self._receiving = False
-
-    async def aclose(self, grace: float) -> LinkEnd:
-        if self._end is None:
-            self.close_send()
-            was_receiving = self._receiving
-            self.stop_receiving()
-            if was_receiving and self._ended is not None:
-                self._ended("stopped")
-            self._end = LinkEnd("exited" if self.exit_code is not None else "closed", self.exit_code)
-        return self._end
+    def _ending(self) -> LinkEnd:
+        return LinkEnd("exited" if self.exit_code is not None else "closed", self.exit_code)
 
 
 def _on_loop(loop: asyncio.AbstractEventLoop) -> bool:

@@ -27,7 +27,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 
-from mcptape.proxy.link import Deliver, Ended, EventSink, LinkEnd
+from mcptape.proxy.link import Deliver, Ended, EventSink, LinkEnd, describe_status
 from mcptape.proxy.links.framing import LineSplitter
 from mcptape.proxy.links.stdio import READ_CHUNK, FdLink
 from mcptape.redact import redact_text
@@ -53,33 +53,6 @@ READER_MAX_S = 15.0  # how long the reader may take to deliver what a dead serve
 
 class SpawnError(Exception):
     """The upstream command could not be started (not found, not executable, bad cwd)."""
-
-
-def describe_status(returncode: int | None) -> str:
-    """Words for a process's exit status as Python reports it (negative: killed by a signal)."""
-    if returncode is None:
-        return "ended"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"killed by {name}"
-    return f"exit status {returncode}"
-
-
-def status_sentence(returncode: int | None) -> str:
-    """A sentence fragment for how a server ended: 'exited with status 3', 'was killed by SIGKILL'."""
-    if returncode is None:
-        return "closed its output"
-    if returncode < 0:
-        return f"was {describe_status(returncode)}"
-    return f"exited with status {returncode}"
-
-
-def shell_status(returncode: int) -> int:
-    """The status a shell would report: 128 + signal number for a killed process."""
-    return 128 - returncode if returncode < 0 else returncode
 
 
 def _said(line: bytes) -> str:

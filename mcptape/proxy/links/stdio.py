@@ -32,7 +32,16 @@ from collections import deque
 from collections.abc import Awaitable
 from typing import Any
 
-from mcptape.proxy.link import BEFORE_WAIT, Deliver, Ended, EventSink, LinkClosed, LinkEnd, wait_from_thread
+from mcptape.proxy.link import (
+    BEFORE_WAIT,
+    Deliver,
+    Ended,
+    EventSink,
+    LinkBase,
+    LinkClosed,
+    LinkEnd,
+    wait_from_thread,
+)
 from mcptape.proxy.links.framing import LineSplitter
 from mcptape.wire.frame import Direction, Frame
 from mcptape.wire.largeframes import LARGE, LARGE_FRAME_BYTES, give_large_blocks_back
@@ -66,7 +75,7 @@ def _parts(frame: Frame) -> list[memoryview]:
     return [memoryview(frame.data), _EOL] if eol else [memoryview(frame.data)]
 
 
-class FdLink:
+class FdLink(LinkBase):
     """A newline-framed link over a readable and a writable file descriptor."""
 
     def __init__(self, read_fd: int, write_fd: int, incoming: Direction, name: str) -> None:
