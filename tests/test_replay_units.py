@@ -300,7 +300,7 @@ def test_reports_text_json_and_junit() -> None:
     session = SessionResult("session abc (weather)", results, replay_id="f" * 32)
     text = "\n".join(format_session(session))
     assert "1/2 exchanges match" in text
-    assert "✗ #2 tools/call weather: 1 difference(s)" in text
+    assert '✗ #2 tools/call weather {"city": "Oslo"}: 1 difference(s)' in text
     assert "/result/structuredContent/humidity: recorded 50, replayed 51" in text
     assert summary_line([session]) == "replayed 1 recording(s), 2 exchanges: 1 match, 1 differ"
     doc = report_json([session])
