@@ -33,6 +33,11 @@ MARKS = {"added": "+", "removed": "-", "changed": "~", "differs": "~"}
     is_flag=True,
     help="Exit with status 1 when a change is breaking (for CI); the report is printed either way.",
 )
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Compare a recording in which the server answered nothing (without this flag, exit 2).",
+)
 @comparison_options
 def diff(
     a: str,
@@ -40,6 +45,7 @@ def diff(
     db: str | None,
     as_json: bool,
     fail_on_breaking: bool,
+    allow_empty: bool,
     keep: tuple[str, ...],
     ignore: tuple[str, ...],
     ignore_text: tuple[str, ...],
@@ -47,7 +53,8 @@ def diff(
     """Compare two recordings of a server: its tools, prompts, resources and answers.
 
     A and B are each a session (an id, a unique prefix of one, a session name
-    or `last`) or a JSONL file written by `mcptape export`. The report lists the
+    or `last`: the latest such session in which the client sent a request) or
+    a JSONL file written by `mcptape export`. The report lists the
     tools, prompts, resources, resource templates and capabilities added,
     removed or changed between A and B, and the requests both recordings made
     (same method and parameters, `_meta` aside) whose answers differ, with the
@@ -65,7 +72,7 @@ def diff(
 
     \b
     Exit status: 0; 1 with --fail-on-breaking when a change is breaking; 2 when
-    a recording cannot be read.
+    a recording cannot be read or the server answered nothing in it.
 
     \b
     Examples:
@@ -82,6 +89,12 @@ def diff(
     except (IgnoreRuleError, ValueError) as exc:
         raise UserError(str(exc)) from None
     first, second = load(a, db), load(b, db)
+    empty = next((name for name, snap in (first, second) if snap.empty), None)
+    if empty is not None and not allow_empty:
+        raise UserError(
+            f"{empty} holds no exchange to compare (the server answered no request): a diff with it "
+            "would say nothing changed. Name a recording with exchanges, or give --allow-empty"
+        )
     report = compare(first[1], second[1], normaliser)
     if as_json:
         import orjson
@@ -151,12 +164,13 @@ def _load_session(ref: str, db: str | None) -> Loaded:
 
     from mcptape.cli.sessions import database_message, open_for_reading, session_or_error
     from mcptape.replay.schema_diff import snapshot
-    from mcptape.store.queries import connect, session_frames, short_id
+    from mcptape.replay.tape import session_label
+    from mcptape.store.queries import connect, session_frames
 
     store = open_for_reading(db)
     try:
         with connect(store) as conn:
-            row = session_or_error(conn, ref)
+            row = session_or_error(conn, ref, replayable=True)
 
             def pairs() -> Iterator[tuple[str, Any]]:
                 for frame in session_frames(conn, row["id"]):
@@ -170,8 +184,7 @@ def _load_session(ref: str, db: str | None) -> Loaded:
                         yield frame.direction, message
 
             snap = snapshot(pairs())
-            name = f"{short_id(row['id'])} ({row['name']})" if row["name"] else short_id(row["id"])
-            return name, snap
+            return session_label(row["id"], row["name"], row["mode"], row["started_at"]), snap
     except SQLAlchemyError as exc:
         raise UserError(f"cannot read the recording: {database_message(exc)}") from None
     finally:

@@ -56,6 +56,12 @@ if TYPE_CHECKING:
     help="Make each replay the new reference: a session's name moves to its replay, a --file is rewritten.",
 )
 @click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Replay a recording in which the client sent no request (it compares nothing: "
+    "without this flag, exit 2).",
+)
+@click.option(
     "--record/--no-record",
     "record",
     default=None,
@@ -98,15 +104,16 @@ def replay(
     report: str | None,
     junit: str | None,
     update: bool,
+    allow_empty: bool,
     record: bool | None,
     grace: float,
     echo_stderr: bool,
 ) -> None:
     """Re-drive a live server with recorded client frames and compare its responses.
 
-    SESSION is a session id, a unique prefix, a name (the latest session with
-    it) or `last`; a PATTERN (smoke-*) takes the latest session of every
-    matching name; --file takes JSONL exports. Each recording is replayed
+    SESSION is a session id, a unique prefix, a name or `last` (a name or last:
+    the latest such session in which the client sent a request); a PATTERN
+    (smoke-*) takes the latest session of every matching name; --file takes JSONL exports. Each recording is replayed
     against a fresh server (a new process, or a new session with the server
     at --url): the client's frames are sent in order, exactly as
     recorded, waiting where the client waited; the server's own requests
@@ -123,7 +130,8 @@ def replay(
 
     \b
     Exit status: 0 when every exchange matches, 1 when some differ, 2 when a
-    replay could not run (recording not found, server would not start).
+    replay could not run (recording not found or with no exchange, server
+    would not start).
 
     \b
     Examples:
@@ -157,6 +165,13 @@ def replay(
         )
     _check_outputs(report, junit)
     tapes = load_tapes(db, sessions, files)
+    empty = next((tape for tape in tapes if not tape.exchanges), None)
+    if empty is not None and not allow_empty:
+        raise UserError(
+            f"{empty.source} holds no exchange to compare (its client sent no request): a replay of it "
+            "would test nothing. Name a session with exchanges (`mcptape sessions` lists their frames), "
+            "or give --allow-empty"
+        )
     from mcptape.replay.run import ReplayPlan
 
     plan = ReplayPlan(
@@ -209,7 +224,7 @@ def _run(
     async def main() -> list[Replayed]:
         done = []
         for tape in tapes:
-            click.echo(safe(f"mcptape: replaying {tape.source} ({len(tape.exchanges)} exchanges)"), err=True)
+            click.echo(safe(f"mcptape: replaying {tape.source}: {len(tape.exchanges)} exchanges"), err=True)
             replayed = await replay_tape(tape, plan)
             done.append(replayed)
             if replayed.interrupted_by is not None:

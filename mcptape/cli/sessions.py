@@ -160,14 +160,15 @@ def open_for_reading(db: str | None) -> Store:
         raise UserError(str(exc)) from None
 
 
-def session_or_error(source: Any, ref: str) -> RowMapping:
-    """The session ``ref`` names, or a one-line error listing candidates."""
+def session_or_error(source: Any, ref: str, *, replayable: bool = False) -> RowMapping:
+    """The session ``ref`` names, or a one-line error listing candidates (``replayable``: see
+    :func:`mcptape.store.queries.resolve_session`)."""
     from sqlalchemy.exc import SQLAlchemyError
 
     from mcptape.store.queries import SessionLookupError, resolve_session
 
     try:
-        return resolve_session(source, ref)
+        return resolve_session(source, ref, replayable=replayable)
     except SessionLookupError as exc:
         raise UserError(str(exc)) from None
     except SQLAlchemyError as exc:

@@ -353,19 +353,31 @@ def read_jsonl(path: Path) -> Tape:
 
 
 def load_session(store: Any, ref: str) -> Tape:
-    """A tape from the store: ``ref`` is an id, a unique id prefix, a name (the latest) or ``last``."""
+    """A tape from the store: ``ref`` is an id, a unique id prefix, a name or ``last`` (the latest
+    such session in which the client sent a request)."""
     from mcptape.store.queries import SessionLookupError, resolve_session, session_frames
 
     try:
-        row = resolve_session(store, ref)
+        row = resolve_session(store, ref, replayable=True)
     except SessionLookupError as exc:
         raise TapeError(str(exc)) from None
     frames = [
         tape_frame(f.seq, "c2s" if f.direction == "c2s" else "s2c", f.origin, f.ts, f.data)
         for f in session_frames(store, row["id"])
     ]
-    label = f"session {row['id'][:12]}" + (f" ({row['name']})" if row["name"] else "")
+    label = session_label(row["id"], row["name"], row["mode"], row["started_at"])
     return build_tape(frames, label, session_id=row["id"], name=row["name"], started_at=row["started_at"])
+
+
+def session_label(session_id: str, name: str | None, mode: str | None, started_at: float | None) -> str:
+    """``session 7f35fb879920 (demo, record, started 2026-11-27 15:16:02)``: which recording a run
+    compares against, so that a name that now means another session is seen at once."""
+    import time
+
+    details = [d for d in (name, mode) if d]
+    if started_at is not None:
+        details.append("started " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started_at)))
+    return f"session {session_id[:12]}" + (f" ({', '.join(details)})" if details else "")
 
 
 def matching_names(store: Any, pattern: str) -> list[str]:

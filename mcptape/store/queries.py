@@ -132,27 +132,47 @@ def _key(row: RowMapping) -> SessionKey:
     return SessionKey(row["id"], row["name"], row["started_at"])
 
 
-def resolve_session(source: Any, ref: str) -> RowMapping:
+def has_requests() -> Any:
+    """A condition on ``sessions``: the client sent at least one request (the session can be
+    replayed and compared)."""
+    return (
+        select(frames.c.seq)
+        .where(
+            frames.c.session_id == sessions.c.id,
+            frames.c.direction == "c2s",
+            frames.c.kind.in_(("request", "batch")),
+        )
+        .exists()
+    )
+
+
+def resolve_session(source: Any, ref: str, *, replayable: bool = False) -> RowMapping:
     """The sessions row ``ref`` names: a full id, a session name (the latest with it), a unique
     id prefix, or ``last`` (the latest started). Raises SessionLookupError otherwise.
 
     A name is looked up as given (a session recorded as ``" files "`` keeps its spaces),
-    then without surrounding spaces."""
+    then without surrounding spaces. ``replayable``: a name or ``last`` means the latest such
+    session in which the client sent a request (``replay``, ``serve`` and ``diff`` compare
+    exchanges: a session recorded again without a client, or whose client never spoke, would
+    compare nothing), else the latest at all."""
     newest_first = (sessions.c.started_at.desc(), sessions.c.id.desc())
     exact = ref
     ref = ref.strip()
     with connect(source) as conn:
 
-        def first(*where: Any) -> RowMapping | None:
+        def latest(*where: Any) -> RowMapping | None:
             query = select(sessions).where(*where).order_by(*newest_first).limit(1)
             return conn.execute(query).mappings().first()
+
+        def first(*where: Any) -> RowMapping | None:
+            return (replayable and latest(*where, has_requests())) or latest(*where)
 
         if ref == LAST:
             row = first()
             if row is None:
                 raise SessionLookupError(unknown_message(ref, []))
             return row
-        row = first(sessions.c.id == ref)
+        row = latest(sessions.c.id == ref)
         if row is None:  # a name as typed, spaces and all, before the name without them
             row = first(sessions.c.name == exact) or first(sessions.c.name == ref)
         if row is not None:
