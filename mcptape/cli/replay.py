@@ -248,41 +248,50 @@ def _run(
             Path(path).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
-    if update:
-        _update(tapes, outcomes, plan.db)
+    updated = _update(tapes, outcomes, plan.db) if update else set()
     stopped = next((o.interrupted_by for o in outcomes if o.interrupted_by is not None), None)
     if stopped is not None:
         return 128 + stopped
     if any(r.error for r in results):
         return 2
-    return 1 if any(r.failed for r in results) else 0
+    # A recording --update made the replay's reference is no failure: the change was intended.
+    return 1 if any(r.failed and id(r) not in updated for r in results) else 0
 
 
-def _update(tapes: list[Tape], outcomes: list[Replayed], db: str | None) -> None:
-    """--update: each replay that ran becomes the reference of its recording."""
+def _update(tapes: list[Tape], outcomes: list[Replayed], db: str | None) -> set[int]:
+    """--update: each replay that ran becomes the reference of its recording; the ids of the
+    results whose recording was updated."""
     from mcptape.replay.run import write_jsonl
 
     store = None
+    updated: set[int] = set()
     try:
         for tape, outcome in zip(tapes, outcomes, strict=False):
-            if outcome.result.error:
+            result = outcome.result
+            if result.error or outcome.interrupted_by is not None:
                 continue
             if tape.session_id is None:
                 write_jsonl(Path(tape.source), outcome.frames)
                 click.echo(f"mcptape: updated {tape.source}", err=True)
-            elif outcome.result.replay_id is not None and tape.name:
+            elif result.replay_id is not None and tape.name:
                 if store is None:
                     from mcptape.store import open_store
 
                     store = open_store(db)
                 store.update_session(tape.session_id, name=None)
-                store.update_session(outcome.result.replay_id, name=tape.name)
+                store.update_session(result.replay_id, name=tape.name)
                 click.echo(
-                    f"mcptape: the name {tape.name!r} now refers to the replay {outcome.result.replay_id[:12]}",
+                    f"mcptape: the name {tape.name!r} now refers to the replay {result.replay_id[:12]}",
                     err=True,
                 )
+            else:
+                why = "it has no name" if result.replay_id is not None else "the replay was not recorded"
+                click.echo(f"mcptape: cannot update {tape.source}: {why}", err=True)
+                continue
+            updated.add(id(result))
     except OSError as exc:
         raise UserError(f"cannot update the recording: {exc}") from None
     finally:
         if store is not None:
             store.close()
+    return updated
