@@ -81,11 +81,12 @@ def run_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Com
 def test_sessions_lists_latest_first_with_frames_duration_and_status(corpus_db: Any) -> None:
     db, ids = corpus_db
     lines = run(db, "sessions").output.splitlines()
-    assert lines[0].split() == ["id", "name", "status", "started", "duration", "frames", "upstream"]
+    assert lines[0].split() == ["id", "name", "mode", "status", "started", "lasted", "frames", "upstream"]
     started = time.strftime("%Y-%m-%d", time.localtime(BASE + 200))  # another year: the date alone
-    assert lines[2].split() == [ids["py2026"][:12], "py2026", "ok", started, "0.68s", "6", *UPSTREAM.split()]
+    row = [ids["py2026"][:12], "py2026", "record", "ok", started, "0.68s", "6", *UPSTREAM.split()]
+    assert lines[2].split() == row
     assert [line.split()[1] for line in lines[2:]] == ["py2026", "everything-py", "everything-ts"]
-    assert lines[4].split()[2:6] == ["ok", time.strftime("%Y-%m-%d", time.localtime(BASE)), "1.35s", "47"]
+    assert lines[4].split()[3:7] == ["ok", time.strftime("%Y-%m-%d", time.localtime(BASE)), "1.35s", "47"]
 
 
 def test_a_narrow_terminal_cuts_the_upstream_first_and_never_ids(corpus_db: Any) -> None:
@@ -93,9 +94,10 @@ def test_a_narrow_terminal_cuts_the_upstream_first_and_never_ids(corpus_db: Any)
     lines = run(db, "sessions", columns=80).output.splitlines()
     assert all(len(line) <= 80 for line in lines)
     day = time.strftime("%Y-%m-%d", time.localtime(BASE))
+    # The upstream is cut first, to its header's width; then a long name; the mode and status never.
     assert (
         lines[4]
-        == f"{ids['everything-ts'][:12]}  everything-ts  ok      {day}  1.35s         47  npx -y @mode…"
+        == f"{ids['everything-ts'][:12]}  everything-…  record  ok      {day}  1.35s       47  npx -y …"
     )
 
 
@@ -123,9 +125,10 @@ def test_sessions_on_an_empty_database_prints_the_header_and_says_so(db_path: Pa
     assert result.stdout.splitlines()[0].split() == [
         "id",
         "name",
+        "mode",
         "status",
         "started",
-        "duration",
+        "lasted",
         "frames",
         "upstream",
     ]

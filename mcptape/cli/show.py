@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from mcptape.cli.common import UserError, db_option, writing_output
+from mcptape.cli.status import stopped_in
 from mcptape.cli.summaries import _dict, compact, count_of, summarize_request, summarize_result
 from mcptape.terminal import safe, safe_lines
 from mcptape.wire.frame import encode_id
@@ -128,7 +129,10 @@ def _lenient_message(frame: StoredFrame) -> Any:
 
 def event_line(event: StoredEvent) -> Line:
     """The line for an event: a stderr line, a process start or exit, an error."""
-    return Line(event.ts, EVENT_MARK, event.kind, "", event.text or compact(event.data or ""))
+    text = event.text or compact(event.data or "")
+    if event.kind == "process_exit" and stopped_in(event.data):
+        text += " (by mcptape: the server did not exit after its client left)"
+    return Line(event.ts, EVENT_MARK, event.kind, "", text)
 
 
 def render_line(line: Line, start: float) -> str:
@@ -166,6 +170,8 @@ def header(row: RowMapping, handshake: dict[str, str], label: str) -> list[str]:
     first = [f"session {row['id'][:12]}"]
     if row["name"]:
         first.append(row["name"])
+    if row.get("replay_of"):
+        first.append(f"{row['mode']} of {row['replay_of'][:12]}")
     first.append(label)
     lines = [" · ".join(first)]
     if row["upstream"]:
