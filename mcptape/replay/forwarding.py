@@ -130,7 +130,7 @@ def gone(request: dict[str, Any], end: LinkEnd) -> dict[str, Any]:
         how = f"failed ({end.detail.removeprefix('mcptape: ')})"
     else:
         how = "closed the connection"
-    last = f"; its last stderr line: {end.stderr_tail[-1]}" if end.stderr_tail else ""
+    last = end.stderr_words()
     method = request.get("method")
     what = method if isinstance(method, str) else "this request"
     text = f"mcptape serve: the server for --on-miss forward {how} before answering {what}{last}"
