@@ -53,7 +53,6 @@ __all__ = [
     "parse_json_path",
     "placeholder",
     "redact_argv",
-    "redact_env",
     "redact_headers",
     "redact_json_paths",
     "redact_text",
@@ -231,14 +230,6 @@ def redact_argv(argv: list[str]) -> list[str]:
             continue
         out.append(redact_text(arg))
     return out
-
-
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """An environment with secret-named variables' values replaced by placeholders,
-    and credentials inside other values (URLs, ``Bearer …``) redacted."""
-    return {
-        name: _hide(value) if is_secret_env_name(name) else redact_text(value) for name, value in env.items()
-    }
 
 
 def _header_value(name: str, value: str) -> str:

@@ -16,6 +16,7 @@ whole line escaped): the one route to a person's terminal for what mcptape says.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Final
 
@@ -56,5 +57,10 @@ def safe_lines(text: str) -> str:
 
 
 def say(message: str) -> None:
-    """Print ``mcptape: MESSAGE`` on stderr, flushed, escaped for the terminal."""
-    print(f"mcptape: {safe_lines(message)}", file=sys.stderr, flush=True)
+    """Print ``mcptape: MESSAGE`` on stderr, flushed, escaped for the terminal.
+
+    A closed or broken stderr loses only the message: what mcptape says must never stop
+    what it does (a desktop client may close a server's stderr).
+    """
+    with contextlib.suppress(OSError, ValueError):
+        print(f"mcptape: {safe_lines(message)}", file=sys.stderr, flush=True)

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 import click
 
 from mcptape.cli.common import Interrupted, db_option
+from mcptape.wire.protocol import INITIALIZE
 
 MCPTAPE = [sys.executable, "-m", "mcptape"]
 
@@ -216,7 +217,7 @@ async def drive_demo_session(command: list[str], say: Callable[[str], None], err
     async with client:
         info = client.server_info
         server = f"{info.name} {info.version}" if info else "an anonymous server"
-        step("initialize", f"{server}, protocol {client.protocol_version}")
+        step(INITIALIZE, f"{server}, protocol {client.protocol_version}")
         with warnings.catch_warnings():
             # Deprecated from 2026-07-28 on; a legacy session still uses it.
             warnings.simplefilter("ignore", MCPDeprecationWarning)

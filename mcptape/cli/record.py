@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.replay_options import remote_options
 from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
 
 
@@ -61,26 +62,7 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
     "forwarding unrecorded and say so on stderr (forward; what `mcptape wrap` writes, so a "
     "desktop client keeps its server).",
 )
-@click.option(
-    "--url",
-    metavar="URL",
-    help="Record a remote MCP server at URL instead of COMMAND (streamable HTTP or legacy SSE).",
-)
-@click.option(
-    "--transport",
-    type=click.Choice(["http", "sse", "auto"]),
-    default=None,
-    help="How to reach --url: streamable HTTP, legacy HTTP+SSE, or auto (try streamable HTTP, "
-    "fall back to SSE as the specification describes). Default: auto, or the registry entry's type.",
-)
-@click.option(
-    "--header",
-    "header_flags",
-    multiple=True,
-    metavar="'NAME: VALUE'",
-    help="An HTTP header sent to --url (repeatable; ${ENV} in the value is expanded). "
-    "Credentials are redacted in the recording.",
-)
+@remote_options("Record a remote MCP server at URL instead of COMMAND (streamable HTTP or legacy SSE).")
 @rule_options
 @declare_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     help="Replay a recording exported as JSONL (`mcptape export`). Repeatable.",
 )
 @upstream_options
-@remote_options
+@remote_options()
 @comparison_options
 @rule_options
 @click.option(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,29 +64,32 @@ def upstream_options(func: Any) -> Any:
     )(func)
 
 
-def remote_options(func: Any) -> Any:
-    """``--url``, ``--transport`` and ``--header``, as ``record`` takes them."""
-    func = click.option(
-        "--header",
-        "header_flags",
-        multiple=True,
-        metavar="'NAME: VALUE'",
-        help="An HTTP header sent to --url (repeatable; ${ENV} in the value is expanded). "
-        "Credentials are redacted in the recording.",
-    )(func)
-    func = click.option(
-        "--transport",
-        type=click.Choice(["http", "sse", "auto"]),
-        default=None,
-        help="How to reach --url: streamable HTTP, legacy HTTP+SSE, or auto (try streamable HTTP, "
-        "fall back to SSE). Default: auto, or the --upstream entry's type.",
-    )(func)
-    return click.option(
-        "--url",
-        metavar="URL",
-        help="Replay against a running remote MCP server at URL (streamable HTTP or legacy SSE) "
-        "instead of starting COMMAND.",
-    )(func)
+REPLAY_URL_HELP = "Replay against a running remote MCP server at URL (streamable HTTP or legacy SSE) instead of starting COMMAND."
+
+
+def remote_options(url_help: str = REPLAY_URL_HELP) -> Callable[[Any], Any]:
+    """``--url``, ``--transport`` and ``--header``: the remote server a command talks to
+    (``record`` records it, ``replay`` replays against it, ``serve`` forwards misses to it)."""
+
+    def decorate(func: Any) -> Any:
+        func = click.option(
+            "--header",
+            "header_flags",
+            multiple=True,
+            metavar="'NAME: VALUE'",
+            help="An HTTP header sent to --url (repeatable; ${ENV} in the value is expanded). "
+            "Credentials are redacted in the recording.",
+        )(func)
+        func = click.option(
+            "--transport",
+            type=click.Choice(["http", "sse", "auto"]),
+            default=None,
+            help="How to reach --url: streamable HTTP, legacy HTTP+SSE, or auto (try streamable HTTP, "
+            "fall back to SSE as the specification describes). Default: auto, or the registry entry's type.",
+        )(func)
+        return click.option("--url", metavar="URL", help=url_help)(func)
+
+    return decorate
 
 
 def remote_server(

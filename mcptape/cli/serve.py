@@ -50,7 +50,7 @@ from mcptape.cli.replay_options import (
     "answer after it are always a few ms apart.",
 )
 @upstream_options
-@remote_options
+@remote_options()
 @comparison_options
 @click.option(
     "--record/--no-record",

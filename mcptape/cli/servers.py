@@ -54,14 +54,3 @@ def servers(config_path: str | None, fmt: str) -> None:
         reason = problem.removeprefix(prefix.format(name)).lstrip(" :")
         rows.append((name, "invalid", str(config_path), reason))
     emit(rows, COLUMNS, fmt)
-
-
-def _safe(target: str, is_url: bool) -> str:
-    """A command line or URL as shown and recorded: secrets replaced by placeholders."""
-    import shlex
-
-    from mcptape.redact import redact_argv, redact_url
-
-    if is_url:
-        return redact_url(target)
-    return shlex.join(redact_argv(shlex.split(target)))

@@ -17,7 +17,6 @@ from mcptape.store.procinfo import process_ended, process_started_at, recorder_a
 
 __all__ = [
     "exit_words",
-    "is_lost",
     "process_ended",
     "process_started_at",
     "recorder_alive",
@@ -76,8 +75,3 @@ def stopped_in(exit_event_data: str | None) -> bool:
     except ValueError:
         return False
     return isinstance(value, dict) and value.get("stopped") is True
-
-
-def is_lost(status: str | None, recorder_alive: bool | None) -> bool:
-    """A session marked running whose recorder is known to be gone."""
-    return status == "running" and recorder_alive is False

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from mcptape.wire.protocol import CANCELLED, DISCOVER, ELICITATION, INITIALIZE, PROGRESS, ROOTS_LIST, SAMPLING
+
 _MAX_PIECE: Final = 400  # a summary is one line; no need to render megabytes to cut them
 _LISTS: Final = {
     "tools/list": "tools",
     "prompts/list": "prompts",
     "resources/list": "resources",
     "resources/templates/list": "resourceTemplates",
-    "roots/list": "roots",
+    ROOTS_LIST: "roots",
     "tasks/list": "tasks",
 }
 # What a list result holds, in words: (one, several).
@@ -71,25 +73,25 @@ def summarize_request(method: str | None, params: Any) -> str:
     p = _dict(params)
     if method == "tools/call":
         return f"{p.get('name')} {compact(p.get('arguments', {}))}"
-    if method == "initialize":
+    if method == INITIALIZE:
         info = _dict(p.get("clientInfo"))
         return f"{p.get('protocolVersion')} client {info.get('name')} {info.get('version', '')}".rstrip()
     if method == "notifications/message":
         logger = f" {p['logger']}:" if p.get("logger") else ""
         return f"{p.get('level')}{logger} {compact(p.get('data'))}"
-    if method == "notifications/progress":
+    if method == PROGRESS:
         total = f"/{p['total']}" if "total" in p else ""
         message = f" {p['message']}" if p.get("message") else ""
         return f"{p.get('progress')}{total}{message} (token {compact(p.get('progressToken'))})"
-    if method == "notifications/cancelled":
+    if method == CANCELLED:
         return f"request {compact(p.get('requestId'))} {p.get('reason', '')}".rstrip()
     if method in ("resources/read", "resources/subscribe", "notifications/resources/updated"):
         return str(p.get("uri"))
     if method == "prompts/get":
         return f"{p.get('name')} {compact(p.get('arguments', {}))}"
-    if method == "elicitation/create":
+    if method == ELICITATION:
         return str(p.get("message", ""))[:_MAX_PIECE]
-    if method == "sampling/createMessage":
+    if method == SAMPLING:
         messages = p.get("messages") or [{}]
         return (
             f"{count_of(len(messages), 'message')}, last: {content_text(_dict(messages[-1]).get('content'))}"
@@ -108,22 +110,22 @@ def summarize_result(method: str | None, detail: str | None, result: Any) -> str
         if "structuredContent" in r:
             return f"{prefix}{compact(r['structuredContent'])}"
         return f"{prefix}{content_text(r.get('content'))}"
-    if method in ("initialize", "server/discover"):
+    if method in (INITIALIZE, DISCOVER):
         info = _dict(r.get("serverInfo") or _dict(r.get("_meta")).get("io.modelcontextprotocol/serverInfo"))
         version = r.get("protocolVersion") or ",".join(r.get("supportedVersions") or [])
         return f"server {info.get('name')} {info.get('version', '')} ({version})"
     if method in _LISTS and isinstance(r.get(_LISTS[method]), list):
         items = r[_LISTS[method]]
-        key = "uri" if method == "roots/list" else "name"
+        key = "uri" if method == ROOTS_LIST else "name"
         names = ", ".join(str(_dict(i).get(key) or _dict(i).get("uri")) for i in items[:8])
         more = ", ..." if len(items) > 8 else ""
         return f"{count_of(len(items), *_NOUNS[_LISTS[method]])}: {names}{more}"
     if method == "resources/read":
         contents = [_dict(c) for c in r.get("contents") or []]
         return ", ".join(f"{c.get('uri')} ({c.get('mimeType', '?')})" for c in contents[:3])
-    if method == "sampling/createMessage":
+    if method == SAMPLING:
         return f"{r.get('model')}: {content_text(r.get('content'))}"
-    if method == "elicitation/create":
+    if method == ELICITATION:
         return f"{r.get('action')} {compact(r.get('content', ''))}".rstrip()
     rest = without_meta(result)
     return compact(rest) if rest else "ok"

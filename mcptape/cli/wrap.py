@@ -17,7 +17,7 @@ import click
 from mcptape.cli.common import UserError, db_option
 
 if TYPE_CHECKING:
-    from mcptape.config.wrap import Outcome
+    from mcptape.config.wrap import WrapOutcome
 
 
 class _Config(NamedTuple):
@@ -67,7 +67,7 @@ def _selection(document: dict[str, Any], only: tuple[str, ...]) -> frozenset[str
     return frozenset(names)
 
 
-def _apply(cfg: _Config, new_document: dict[str, Any], outcomes: list[Outcome], dry_run: bool) -> bool:
+def _apply(cfg: _Config, new_document: dict[str, Any], outcomes: list[WrapOutcome], dry_run: bool) -> bool:
     """Show the diff or write the file, then print the summary; returns whether the file changed."""
     from mcptape.config.edit import EditError
     from mcptape.config.files import back_up, unified_diff, write_atomically

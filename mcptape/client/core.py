@@ -40,11 +40,12 @@ from mcptape.client.errors import (
     server_error,
 )
 from mcptape.wire.frame import Frame
+from mcptape.wire.protocol import CANCELLED, PROGRESS
 
 State = Literal["disconnected", "connecting", "connected", "disconnecting", "error"]
 CONNECTION_CLOSED = -32000  # what the relay answers a request with when the server is gone
 LOG_METHOD = "notifications/message"
-PROGRESS_METHOD = "notifications/progress"
+PROGRESS_METHOD = PROGRESS
 
 
 def encode_message(message: Any) -> bytes:
@@ -223,7 +224,7 @@ class ClientCore:
         reason = f"no reply to {entry.method} after {waited:.1f} s"
         # Tell the server to stop working on it; the session goes on.
         with contextlib.suppress(Exception):  # the link may be gone: the timeout is what matters
-            await self.notify("notifications/cancelled", {"requestId": rid, "reason": reason})
+            await self.notify(CANCELLED, {"requestId": rid, "reason": reason})
         raise RequestTimeout(reason + self.stray_note())
 
     # -- receiving --------------------------------------------------------------------

@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from mcptape.client.core import ClientCore, Reply, ServerRequest, ServerRequestHandler
 from mcptape.client.errors import ApplicationError, ProtocolError
+from mcptape.wire.protocol import ELICITATION, ROOTS_LIST, SAMPLING
 
 if TYPE_CHECKING:
     from mcptape.rules.rules import Rules
 
-SAMPLING = "sampling/createMessage"
-ELICITATION = "elicitation/create"
-ROOTS = "roots/list"
+ROOTS = ROOTS_LIST
 MAX_INPUT_ROUNDS = 8
 FLAG_FOR = {SAMPLING: "--handle-sampling", ELICITATION: "--handle-elicitation", ROOTS: "--roots"}
 

@@ -18,10 +18,18 @@ from typing import Any
 from mcptape import __version__
 from mcptape.client.core import ClientCore
 from mcptape.client.errors import ApplicationError, HttpError, ProtocolError, ValidationError
+from mcptape.wire.protocol import (
+    DISCOVER,
+    HANDSHAKE_REVISIONS,
+    INITIALIZE,
+    INITIALIZED,
+    LATEST_HANDSHAKE,
+    MODERN_REVISIONS,
+)
 
-MODERN_VERSIONS = ("2026-07-28",)
-HANDSHAKE_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-LATEST_HANDSHAKE = HANDSHAKE_VERSIONS[0]
+# Newest first: what a client offers, in the order it prefers.
+MODERN_VERSIONS = tuple(reversed(MODERN_REVISIONS))
+HANDSHAKE_VERSIONS = tuple(reversed(HANDSHAKE_REVISIONS))
 KNOWN_VERSIONS = MODERN_VERSIONS + HANDSHAKE_VERSIONS
 META = "io.modelcontextprotocol/"
 CLIENT_INFO = {"name": "mcptape", "version": __version__}
@@ -83,7 +91,7 @@ async def negotiate(
 
 async def _discover(core: ClientCore, capabilities: dict[str, Any], version: str) -> ServerHello:
     core.meta = modern_meta(version, capabilities)
-    result = await core.request("server/discover", limit=core.timeouts.connect)
+    result = await core.request(DISCOVER, limit=core.timeouts.connect)
     if not isinstance(result, dict):
         raise ProtocolError(f"server/discover answered {result!r}, not an object")
     supported = result.get("supportedVersions")
@@ -96,7 +104,7 @@ async def _discover(core: ClientCore, capabilities: dict[str, Any], version: str
     info = meta.get(META + "serverInfo") if isinstance(meta, dict) else None
     return ServerHello(
         version,
-        "server/discover",
+        DISCOVER,
         info if isinstance(info, dict) else {},
         _object(result.get("capabilities")),
         result.get("instructions") if isinstance(result.get("instructions"), str) else None,
@@ -106,16 +114,16 @@ async def _discover(core: ClientCore, capabilities: dict[str, Any], version: str
 
 async def _initialize(core: ClientCore, capabilities: dict[str, Any], version: str) -> ServerHello:
     result = await core.request(
-        "initialize",
+        INITIALIZE,
         {"protocolVersion": version, "capabilities": capabilities, "clientInfo": CLIENT_INFO},
         limit=core.timeouts.connect,
     )
     if not isinstance(result, dict) or not isinstance(result.get("protocolVersion"), str):
         raise ProtocolError(f"initialize answered without a protocolVersion: {result!r}")
-    await core.notify("notifications/initialized")
+    await core.notify(INITIALIZED)
     return ServerHello(
         result["protocolVersion"],
-        "initialize",
+        INITIALIZE,
         _object(result.get("serverInfo")),
         _object(result.get("capabilities")),
         result.get("instructions") if isinstance(result.get("instructions"), str) else None,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,7 @@ from mcptape.client.retry import BACKOFF, with_retries
 from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.relay import Relay
+from mcptape.terminal import say as terminal_say
 
 if TYPE_CHECKING:
     from mcptape.client.authflow import Authorizer
@@ -63,7 +63,7 @@ class SessionOptions:
     capabilities: dict[str, Any] = field(default_factory=dict)
     on_state: Callable[[State, str], None] | None = None
     on_message: Callable[[str, Any], None] | None = None
-    say: Callable[[str], None] = lambda text: print(f"mcptape: {text}", file=sys.stderr, flush=True)
+    say: Callable[[str], None] = field(default=terminal_say)
     echo_stderr: bool = False
     grace: float = 2.0
     # A server started by call gets this long after its stdin is closed before SIGTERM

@@ -36,7 +36,7 @@ from mcptape.redact import redact_argv, redact_url
 from mcptape.wire.jsontext import loads_jsonc
 
 __all__ = [
-    "Outcome",
+    "WrapOutcome",
     "Wrapped",
     "is_recorded",
     "mcptape_launcher",
@@ -50,7 +50,7 @@ __all__ = [
 _TRANSPORTS = {"http": "http", "streamable-http": "http", "sse": "sse"}
 
 
-class Outcome(NamedTuple):
+class WrapOutcome(NamedTuple):
     """What a command did (or would do) to one mcpServers entry, for the summary."""
 
     name: str
@@ -109,45 +109,47 @@ def wrap_servers(
     db: str | None,
     only: frozenset[str] | None = None,
     remote: bool = False,
-) -> tuple[dict[str, Any], list[Outcome]]:
+) -> tuple[dict[str, Any], list[WrapOutcome]]:
     """The document with each selected stdio entry (and with ``remote`` each url entry)
     running through `mcptape record`, and what happened to each entry."""
     servers: dict[str, Any] = {}
-    outcomes: list[Outcome] = []
+    outcomes: list[WrapOutcome] = []
     key = _key(document)
     for name, entry in document[key].items():
         servers[name] = entry
         if only is not None and name not in only:
             continue
         if not isinstance(entry, dict):
-            outcomes.append(Outcome(name, "skipped", f"not an object: {entry!r}"))
+            outcomes.append(WrapOutcome(name, "skipped", f"not an object: {entry!r}"))
             continue
         if is_recorded(entry):
-            outcomes.append(Outcome(name, "already wrapped", _shown(tokens_of(entry) or [])))
+            outcomes.append(WrapOutcome(name, "already wrapped", _shown(tokens_of(entry) or [])))
             continue
         target = _remote(entry)
         if target is not None:
             if not remote:
                 outcomes.append(
-                    Outcome(name, "left alone", f"{redact_url(target[0])} (remote; --remote records it too)")
+                    WrapOutcome(
+                        name, "left alone", f"{redact_url(target[0])} (remote; --remote records it too)"
+                    )
                 )
                 continue
             problem = url_problem(target[0])
             if problem is not None:
                 # `record --url` would refuse it: the client would lose the entry at its next start.
-                outcomes.append(Outcome(name, "skipped", redact_url(problem)))
+                outcomes.append(WrapOutcome(name, "skipped", redact_url(problem)))
                 continue
             args = remote_record_args(name, db, *target)
             servers[name] = _with_command(entry, launcher[0], [*launcher[1:], *args], REMOTE_KEYS)
-            outcomes.append(Outcome(name, "wrapped", redact_url(target[0])))
+            outcomes.append(WrapOutcome(name, "wrapped", redact_url(target[0])))
             continue
         if "url" in entry or "serverUrl" in entry:
-            outcomes.append(Outcome(name, "skipped", "a url entry of an unknown type"))
+            outcomes.append(WrapOutcome(name, "skipped", "a url entry of an unknown type"))
             continue
         tokens = tokens_of(entry)
         if not tokens or not tokens[0]:
             outcomes.append(
-                Outcome(name, "skipped", "neither a command (with a list of string args) nor a url")
+                WrapOutcome(name, "skipped", "neither a command (with a list of string args) nor a url")
             )
             continue
         record = [
@@ -160,7 +162,7 @@ def wrap_servers(
             *tokens,
         ]
         servers[name] = _with_command(entry, launcher[0], [*launcher[1:], *record], ())
-        outcomes.append(Outcome(name, "wrapped", _shown(tokens)))
+        outcomes.append(WrapOutcome(name, "wrapped", _shown(tokens)))
     return {**document, key: servers}, outcomes
 
 
@@ -227,7 +229,7 @@ def _backup_remote(entry: dict[str, Any], wrapped: Wrapped, backup_entry: Any) -
 
 def unwrap_servers(
     document: dict[str, Any], only: frozenset[str] | None = None, backup: dict[str, Any] | None = None
-) -> tuple[dict[str, Any], list[Outcome]]:
+) -> tuple[dict[str, Any], list[WrapOutcome]]:
     """The document with each selected entry that `mcptape wrap` wrote back as it was.
 
     ``backup`` is the document wrap backed up, if it is still there: it settles what
@@ -235,7 +237,7 @@ def unwrap_servers(
     entry spelled its type).
     """
     servers: dict[str, Any] = {}
-    outcomes: list[Outcome] = []
+    outcomes: list[WrapOutcome] = []
     key = _key(document)
     backed_up = backup.get(key) if isinstance(backup, dict) else None
     for name, entry in document[key].items():
@@ -245,13 +247,13 @@ def unwrap_servers(
         wrapped = parse_wrapped(entry)
         if wrapped is None:
             detail = "runs mcptape, but not as `mcptape wrap` writes it" if is_recorded(entry) else ""
-            outcomes.append(Outcome(name, "not wrapped", detail))
+            outcomes.append(WrapOutcome(name, "not wrapped", detail))
             continue
         backup_entry = backed_up.get(name) if isinstance(backed_up, dict) else None
         servers[name] = _unwrap_entry(entry, wrapped, backup_entry)
         tokens = tokens_of(entry) or []
         restored = redact_url(wrapped.url or "") if wrapped.cut is None else _shown(tokens[wrapped.cut :])
-        outcomes.append(Outcome(name, "unwrapped", restored))
+        outcomes.append(WrapOutcome(name, "unwrapped", restored))
     return {**document, key: servers}, outcomes
 
 

@@ -10,52 +10,52 @@ server sends is a ``message`` event on the stream. The stream closing ends the s
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from mcptape.gateway.manager import SessionManager
+from mcptape.gateway.responses import http_error, not_json_rpc
+from mcptape.gateway.session import frame_meta, pump
 from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.downstream import SseSessionLink
 from mcptape.proxy.http.sse import encode_event
 from mcptape.proxy.link import LinkClosed
 from mcptape.wire.frame import Frame
 
-if TYPE_CHECKING:
-    from mcptape.gateway.app import Gateway
 
+class LegacySseSessions:
+    """The legacy SSE verbs of the sessions a :class:`SessionManager` holds."""
 
-async def sse_get(gateway: Gateway, request: web.Request) -> web.StreamResponse:
-    """Open a legacy SSE session: the endpoint event, then every server message, until either side leaves."""
-    from mcptape.gateway.app import error_response
+    def __init__(self, manager: SessionManager) -> None:
+        self.manager = manager
 
-    sid = secrets.token_hex(16)
-    link = SseSessionLink(sid, path=request.path)
-    session = await gateway.open_session(request, link, "sse")
-    endpoint = f"/servers/{request.match_info['name']}/messages?session_id={sid}"
-    link.stream.push_raw(encode_event(endpoint.encode(), event="endpoint"))
-    if not await link.wait_started(5.0):
-        return error_response(503, "the session did not start")
-    link.emit("sse_endpoint", endpoint, {"endpoint": endpoint, "served_by": "mcptape"})
-    try:
-        return await gateway.pump(request, session, link.stream, 0, {})
-    finally:
-        link.client_gone("the client closed its SSE stream")
+    async def get(self, request: web.Request, name: str, forward_auth: str | None) -> web.StreamResponse:
+        """Open a legacy SSE session: the endpoint event, then every server message, until either side leaves."""
+        sid = secrets.token_hex(16)
+        link = SseSessionLink(sid, path=request.path)
+        gateway_session = self.manager.open(name, link, "sse", forward_auth)
+        endpoint = f"/servers/{name}/messages?session_id={sid}"
+        link.stream.push_raw(encode_event(endpoint.encode(), event="endpoint"))
+        if not await link.wait_started(5.0):
+            return http_error(503, "the session did not start")
+        link.emit("sse_endpoint", endpoint, {"endpoint": endpoint, "served_by": "mcptape"})
+        try:
+            return await pump(request, gateway_session, link.stream, 0, {})
+        finally:
+            link.client_gone("the client closed its SSE stream")
 
-
-async def sse_post(gateway: Gateway, request: web.Request) -> web.StreamResponse:
-    """One message of a legacy SSE session: delivered to the relay, answered 202 (replies go on the stream)."""
-    from mcptape.gateway.app import error_response, not_json_rpc
-
-    sid = request.query.get("session_id", "")
-    session = gateway.sessions.get(sid)
-    if session is None or not isinstance(session.link, SseSessionLink):
-        return error_response(404, f"session {sid!r} does not exist (it ended or expired)")
-    body = await read_body(request)
-    frame = Frame(body, "c2s", meta=gateway.frame_meta(request, "sse-endpoint"))
-    try:
-        await session.link.receive(frame)
-    except LinkClosed:
-        return error_response(404, "the session is closing")
-    if frame.kind == "malformed":
-        return not_json_rpc(frame)  # recorded and passed on all the same
-    return web.Response(status=202, text="Accepted")
+    async def post(self, request: web.Request) -> web.StreamResponse:
+        """One message of a legacy SSE session: delivered to the relay, answered 202 (replies go on the stream)."""
+        sid = request.query.get("session_id", "")
+        gateway_session = self.manager.sessions.get(sid)
+        if gateway_session is None or not isinstance(gateway_session.link, SseSessionLink):
+            return http_error(404, f"session {sid!r} does not exist (it ended or expired)")
+        body = await read_body(request)
+        frame = Frame(body, "c2s", meta=frame_meta(request, "sse-endpoint", self.manager.config.redact_names))
+        try:
+            await gateway_session.link.receive(frame)
+        except LinkClosed:
+            return http_error(404, "the session is closing")
+        if frame.kind == "malformed":
+            return not_json_rpc(frame)  # recorded and passed on all the same
+        return web.Response(status=202, text="Accepted")

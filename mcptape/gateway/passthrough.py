@@ -31,11 +31,11 @@ from urllib.parse import urlsplit, urlunsplit
 import orjson
 from aiohttp import web
 
+from mcptape.assemble import Session, SessionPlan, StoreSource, assemble
 from mcptape.config.registry import UpstreamSpec
 from mcptape.gateway.passthrough_client import UpstreamClient, UpstreamError
 from mcptape.gateway.security import TOKEN_HEADER
-from mcptape.proxy.addonmanager import Outcome, SessionContext
-from mcptape.proxy.addons.recorder import Recorder
+from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.flow import Flow
 from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, that_matter
@@ -76,8 +76,7 @@ class _HeadersWithFirstChunk(web.StreamResponse):
 
 @dataclass(eq=False)
 class PassSession:
-    recorder: Recorder
-    context: SessionContext
+    session: Session  # assembled without links: frames are handed to its addons here
     last_active: float
 
 
@@ -107,9 +106,8 @@ def rewrite_resource(body: bytes, gateway_url: str) -> bytes | None:
 class PassThrough:
     """Forwards streamable HTTP requests to HTTP upstreams, recording the frames that cross."""
 
-    def __init__(self, store: Any, pool: Any, redact_names: tuple[str, ...]) -> None:
+    def __init__(self, store: StoreSource, redact_names: tuple[str, ...]) -> None:
         self.store = store
-        self.pool = pool
         self.redact_names = redact_names
         self.sessions: dict[str, PassSession] = {}
         self._http: UpstreamClient | None = None
@@ -122,19 +120,17 @@ class PassThrough:
     def _session(self, key: str, name: str, spec: UpstreamSpec) -> PassSession:
         session = self.sessions.get(key)
         if session is None:
-            recorder = Recorder()
-            context = SessionContext(None, "proxy", "http->http", self.store.describe(spec), name)
-            session = self.sessions[key] = PassSession(recorder, context, time.monotonic())
-            self.store.attach_later(self.pool, recorder, name, "http->http", spec)
+            plan = SessionPlan("proxy", "http->http", spec.describe(), name=name, store=self.store)
+            session = self.sessions[key] = PassSession(assemble(plan), time.monotonic())
         session.last_active = time.monotonic()
         return session
 
     def end(self, key: str, status: str, why: str) -> None:
         session = self.sessions.pop(key, None)
         if session is not None:
-            session.recorder.event(session.context, "http_session_closed", why, None)
+            session.session.event("http_session_closed", why, None)
             ended_by = "client" if status == "closed" else "signal"
-            session.recorder.session_end(session.context, Outcome(status, None, None, ended_by=ended_by))
+            session.session.end(Outcome(status, None, None, ended_by=ended_by))
 
     async def forward(
         self, request: web.Request, name: str, spec: UpstreamSpec, strip_auth: bool, gateway_url: str
@@ -156,7 +152,7 @@ class PassThrough:
             if body is not None and body.strip():
                 headers_meta = that_matter(request.headers.items(), self.redact_names)
                 c2s = Frame(body, "c2s", ts=received, meta={**meta, "headers": headers_meta})
-                pending = session.recorder.frame_done(Flow(c2s))
+                pending = session.session.addons.run_frame(Flow(c2s), decide=False)
                 if pending is not None:
                     waits.append(pending)
 
@@ -173,11 +169,9 @@ class PassThrough:
         sid = key_sid or upstream.head.get(SESSION_ID) or None
         key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
         session = known or self._session(key, name, spec)
-        recorder = session.recorder
+        recorded = session.session
         if sid and not key_sid:
-            recorder.event(
-                session.context, "http_session", f"the server minted session {sid}", {"session_id": sid}
-            )
+            recorded.event("http_session", f"the server minted session {sid}", {"session_id": sid})
         if known is None:
             record_request(session)
         for wait in waits:  # back-pressure: only when the store is ~100 ms behind
@@ -193,9 +187,7 @@ class PassThrough:
         kind = _HeadersWithFirstChunk if request.method == "POST" else web.StreamResponse
         response = kind(status=upstream.status, reason=upstream.reason, headers=out_headers)
         for _, old, new in edited:
-            recorder.event(
-                session.context, "proxy_edit", "WWW-Authenticate resource_metadata", {"from": old, "to": new}
-            )
+            recorded.event("proxy_edit", "WWW-Authenticate resource_metadata", {"from": old, "to": new})
         s2c_meta = {
             **meta,
             "status": upstream.status,
@@ -220,20 +212,19 @@ class PassThrough:
                         events = parser.feed(chunk)
                     except ValueError as exc:
                         # The client still gets every byte; the recording says what it lacks.
-                        recorder.event(session.context, "error", f"not recorded from here on: {exc}", None)
+                        recorded.event("error", f"not recorded from here on: {exc}", None)
                         parser, events, overflowed = None, [], True
                     for event in events:
                         if event.event == "message" and event.data:
                             frame = Frame(event.data, "s2c", meta={**s2c_meta, "event_id": event.id})
-                            pending = recorder.frame_done(Flow(frame))
+                            pending = recorded.addons.run_frame(Flow(frame), decide=False)
                             if pending is not None:
                                 await pending
                 elif not overflowed:
                     if len(copy) + len(chunk) > MAX_JSON_COPY:
                         # A cut copy would be recorded as a malformed frame the server never sent.
                         overflowed, copy = True, bytearray()
-                        recorder.event(
-                            session.context,
+                        recorded.event(
                             "error",
                             f"an answer larger than {MAX_JSON_COPY} bytes was forwarded whole but not recorded",
                             None,
@@ -243,12 +234,14 @@ class PassThrough:
                 if last:
                     break
             if parser is None and copy.strip() and ctype.startswith("application/json"):
-                pending = recorder.frame_done(Flow(Frame(bytes(copy), "s2c", meta=s2c_meta)))
+                pending = recorded.addons.run_frame(
+                    Flow(Frame(bytes(copy), "s2c", meta=s2c_meta)), decide=False
+                )
                 if pending is not None:
                     await pending
         except UpstreamError as exc:
             # Too late for a 502: the client's stream is cut as the upstream cut ours.
-            recorder.event(session.context, "error", f"the upstream's answer broke off: {exc}", None)
+            recorded.event("error", f"the upstream's answer broke off: {exc}", None)
             if request.transport is not None:
                 request.transport.abort()
             return response
@@ -277,7 +270,7 @@ class PassThrough:
         if rewritten is not None and session_key:
             session = self._session(session_key, spec.name, spec)
             edit = {"from": orjson.loads(body)["resource"], "to": gateway_url}
-            session.recorder.event(session.context, "proxy_edit", "protected-resource resource", edit)
+            session.session.event("proxy_edit", "protected-resource resource", edit)
         return web.Response(
             status=upstream.status, body=rewritten if rewritten is not None else body, headers=headers
         )

@@ -22,6 +22,7 @@ from typing import Any
 
 from mcptape.wire.frame import classify_message, encode_id
 from mcptape.wire.ids import id_key
+from mcptape.wire.protocol import CANCELLED
 
 
 def _items(message: Any) -> list[Any]:
@@ -40,7 +41,7 @@ def request_keys(message: Any) -> set[str]:
 
 def cancelled_key(message: Any) -> str | None:
     """The id key of the request a ``notifications/cancelled`` names, if that is what this is."""
-    if not isinstance(message, dict) or message.get("method") != "notifications/cancelled":
+    if not isinstance(message, dict) or message.get("method") != CANCELLED:
         return None
     params = message.get("params")
     if not isinstance(params, dict) or "requestId" not in params:

@@ -12,16 +12,16 @@ the recorded copy; the bytes forwarded are never touched.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Executor
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
-from mcptape.config.registry import UpstreamSpec
 from mcptape.proxy.addons.recorder import Recorder
+from mcptape.proxy.addons.recording import SessionRow
 from mcptape.redact import JsonPath, redact_json_paths, scrub
+from mcptape.terminal import say
 from mcptape.wire.frame import Frame
 
 if TYPE_CHECKING:
@@ -60,17 +60,28 @@ class RedactingWriter:
 
 
 class GatewayStore:
-    """The gateway's database: opened once, in the background; closed (flushed) at shutdown."""
+    """The gateway's database: opened once, in the background; closed (flushed) at shutdown.
 
-    def __init__(self, db: str | None, redact_paths: Sequence[JsonPath] = ()) -> None:
+    A :class:`~mcptape.assemble.StoreSource`: each session gets a row of its own
+    (:meth:`session_store`), created off the loop on the store's one thread, in the order
+    sessions start. ``record`` False: nothing is opened nor recorded (``serve --listen
+    --no-record``).
+    """
+
+    def __init__(self, db: str | None, redact_paths: Sequence[JsonPath] = (), *, record: bool = True) -> None:
         self.db = db
         self.redact_paths = tuple(redact_paths)
+        self.record = record
         self.store: Store | None = None
         self.writer: Writer | None = None
         self.error: str | None = None
         self._opened = threading.Event()
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="mcptape-gateway-store")
 
     def open_in_background(self) -> None:
+        if not self.record:
+            self._opened.set()
+            return
         threading.Thread(target=self._open, name="mcptape-gateway-open", daemon=True).start()
 
     def _open(self) -> None:
@@ -81,46 +92,83 @@ class GatewayStore:
             self.writer = self.store.writer()
         except Exception as exc:
             self.error = f"cannot open the recording database: {exc}"
-            print(f"mcptape: error: {self.error}; sessions are served but not recorded", file=sys.stderr)
+            say(f"error: {self.error}; sessions are served but not recorded")
         finally:
             self._opened.set()
 
     def where(self) -> str:
         return self.store.where if self.store is not None else (self.db or "the default database")
 
-    @staticmethod
-    def describe(spec: UpstreamSpec) -> str:
-        """The upstream as recorded: its command or URL, secrets redacted."""
-        from mcptape.cli.servers import _safe
+    def session_store(self, recorder: Recorder, row: SessionRow) -> SharedSessionStore:
+        """A session's way into this store: its row is created when it starts."""
+        return SharedSessionStore(self, recorder, row)
 
-        return _safe(spec.describe(), spec.url is not None)
-
-    def attach_later(
-        self, pool: Executor, recorder: Recorder, name: str, transport: str, spec: UpstreamSpec
-    ) -> None:
-        started = time.time()
-        pool.submit(self._attach, recorder, name, transport, self.describe(spec), started)
-
-    def _attach(self, recorder: Recorder, name: str, transport: str, upstream: str, started: float) -> None:
-        self._opened.wait()
-        if self.store is None or self.writer is None:
-            recorder.abandon(self.error or "the recording database is not open")
-            return
+    def _attach(self, handle: SharedSessionStore) -> None:
+        """On the store's thread: the session's row, then its recorder attached to the shared writer."""
+        recorder, row = handle.recorder, handle.row
         try:
-            session_id = self.store.create_session(
-                mode="proxy", name=name, transport=transport, upstream=upstream
-            )
-            self.writer.update_session(session_id, started_at=started)
-        except Exception as exc:
-            recorder.abandon(f"cannot create the session row: {exc}")
-            return
-        writer = self.writer
-        if self.redact_paths:
-            writer = cast("Writer", RedactingWriter(writer, self.redact_paths))
-        recorder.attach(writer, session_id)
+            self._opened.wait()
+            if self.store is None or self.writer is None:
+                handle.error = self.error or "the recording database is not open"
+                recorder.abandon(handle.error)
+                return
+            try:
+                session_id = self.store.create_session(
+                    mode=row.mode,
+                    name=row.name,
+                    transport=row.transport,
+                    upstream=row.upstream,
+                    replay_of=row.replay_of,
+                )
+                self.writer.update_session(session_id, started_at=handle.started_at, **row.extra)
+            except Exception as exc:
+                handle.error = f"cannot create the session row: {exc}"
+                recorder.abandon(handle.error)
+                return
+            writer = self.writer
+            if self.redact_paths:
+                writer = cast("Writer", RedactingWriter(writer, self.redact_paths))
+            handle.session_id = session_id
+            recorder.attach(writer, session_id)
+        finally:
+            handle.done.set()
 
     def close(self) -> Any:
         """Flush every frame queued and close (on a plain thread, never the loop)."""
         self._opened.wait(30)
         if self.store is not None:
             self.store.close()
+        self.pool.shutdown(wait=False)
+
+
+class SharedSessionStore:
+    """One session's row in the gateway's store (a :class:`~mcptape.assemble.SessionStore`).
+
+    The process's writer is shared: a session's end writes nothing of its own; the store
+    is flushed when the gateway shuts down.
+    """
+
+    def __init__(self, owner: GatewayStore, recorder: Recorder, row: SessionRow) -> None:
+        self.owner = owner
+        self.recorder = recorder
+        self.row = row
+        self.started_at = time.time()
+        self.session_id: str | None = None
+        self.error: str | None = None
+        self.done = threading.Event()
+
+    def start(self) -> SharedSessionStore:
+        self.owner.pool.submit(self.owner._attach, self)
+        return self
+
+    async def opened(self) -> None:
+        import asyncio
+
+        while not self.done.is_set():
+            await asyncio.sleep(0.005)
+
+    async def afinish(self) -> bool:
+        return self.error is None and self.recorder.failure is None
+
+    def where(self) -> str:
+        return self.owner.where()

@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import difflib
 import inspect
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mcptape.proxy.flow import Flow
 from mcptape.proxy.hooks import HOOK_SPECS, HOOKS
+from mcptape.terminal import say
 
 __all__ = ["AddonError", "AddonManager", "Flow", "Outcome", "SessionContext"]
 
@@ -105,7 +105,7 @@ class AddonManager:
         message = f"addon {type(addon).__name__}.{hook} failed: {type(exc).__name__}: {exc}"
         if key not in self._reported:
             self._reported.add(key)
-            print(f"mcptape: {message}", file=sys.stderr)
+            say(message)
         if self.on_error is not None and hook != "event":
             self.on_error(message)
 

@@ -50,14 +50,13 @@ from mcptape.proxy.link import Link, LinkBase, LinkClosed, LinkEnd, status_sente
 from mcptape.wire.frame import Direction, Frame, classify_batch, id_key, opposite
 from mcptape.wire.ids import encode_id
 from mcptape.wire.jsonrpc import error_response
+from mcptape.wire.protocol import CANCELLED, PROGRESS
 
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
 CONNECTION_CLOSED = -32000
 CLIENT_LINGER_S = 1.0  # how long the client link may take to take our last frames
 ANSWER_POLL_S = 0.02  # how often a client's end looks whether its last requests were answered
 OWN_PREFIX = "mcptape-"
-CANCELLED = "notifications/cancelled"
-PROGRESS = "notifications/progress"
 
 Pending = dict[str, list[tuple[str, str, int | None]]]  # id_key -> [(id text, method, batch group)]
 

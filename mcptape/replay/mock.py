@@ -56,8 +56,8 @@ from mcptape.replay.normalise import Normaliser
 from mcptape.replay.pace import Pace, Pacer
 from mcptape.replay.tape import Exchange, ServerCall, Tape, id_key
 from mcptape.wire.frame import Frame, classify_message
+from mcptape.wire.protocol import DISCOVER, HELLO_METHODS, INITIALIZE
 
-HANDSHAKES: Final = ("initialize", "server/discover")
 MISS: Final = -32601  # the method (with these params) is not on the tape
 CALL_TIMEOUT: Final = 60.0
 
@@ -88,7 +88,7 @@ class TapeServer(LinkBase):
         self.handshakes: dict[str, Exchange] = {}
         entries = []
         for e in tape.exchanges:
-            if e.method in HANDSHAKES:
+            if e.method in HELLO_METHODS:
                 if e.response is not None and "result" in e.response:
                     self.handshakes.setdefault(e.method or "", e)
             else:
@@ -142,7 +142,7 @@ class TapeServer(LinkBase):
 
     def _answer_here(self, frame: Frame) -> bool:
         """Answer a plain request on the calling (reader) thread; False to play it on the loop."""
-        if self.forwarder is not None or frame.kind != "request" or frame.method in HANDSHAKES:
+        if self.forwarder is not None or frame.kind != "request" or frame.method in HELLO_METHODS:
             return False
         message = _exact(frame)
         if not isinstance(message, dict):
@@ -252,9 +252,9 @@ class TapeServer(LinkBase):
 
     def _request(self, message: dict[str, Any], frame: Frame, after: list[Item] | None = None) -> None:
         method, params = message.get("method"), message.get("params")
-        if method in HANDSHAKES:
+        if method in HELLO_METHODS:
             exchange = self.handshakes.get(method)
-            if exchange is None and method == "server/discover":
+            if exchange is None and method == DISCOVER:
                 self._spawn(
                     self._out(_error(message, MISS, "mcptape serve: the recording has no server/discover"))
                 )
@@ -270,7 +270,7 @@ class TapeServer(LinkBase):
                 )
                 if after:
                     self._spawn(self._play_items(after))
-                if self.forwarder is not None and method == "initialize":
+                if self.forwarder is not None and method == INITIALIZE:
                     self.forwarder.initialize(message)
                 return
         with self._book_lock:

@@ -26,6 +26,7 @@ from mcptape.replay.normalise import Normaliser
 from mcptape.replay.player import TapePlayer
 from mcptape.replay.tape import Tape, TapeFrame
 from mcptape.terminal import say as _say
+from mcptape.wire.protocol import DISCOVER
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 PROGRESS_EVERY = 250
@@ -160,7 +161,7 @@ def rules_answer(rules: Any, player: TapePlayer) -> Callable[[dict[str, Any]], d
 def _revision_hint(tape: Tape, error: str) -> str:
     """Why a server may refuse every request of a 2026-07-28 recording: it speaks an earlier revision."""
     first = tape.exchanges[0].method if tape.exchanges else None
-    if first == "server/discover" and "answered HTTP 4" in error:
+    if first == DISCOVER and "answered HTTP 4" in error:
         return " (the recording speaks 2026-07-28, without a session: does this server?)"
     return ""
 

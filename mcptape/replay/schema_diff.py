@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from mcptape.replay.answer_diff import compare_answers, request_key
+from mcptape.wire.protocol import HELLO_METHODS
 
 if TYPE_CHECKING:
     from mcptape.replay.normalise import Normaliser
@@ -37,8 +38,7 @@ LISTS = {
     "resources/list": ("resources", "resource", "uri"),
     "resources/templates/list": ("resourceTemplates", "resource template", "uriTemplate"),
 }
-HANDSHAKES = {"initialize", "server/discover"}
-NOT_COMPARED = HANDSHAKES | set(LISTS)
+NOT_COMPARED = HELLO_METHODS | set(LISTS)
 # Schema keywords that document and do not constrain.
 ANNOTATION_KEYWORDS = {"description", "title", "default", "examples", "$comment", "deprecated", "$schema"}
 
@@ -117,7 +117,7 @@ def snapshot(pairs: Iterable[tuple[str, Any]]) -> Snapshot:
             continue
         method, params = pending.pop(rid)
         result = msg.get("result")
-        if method in HANDSHAKES and isinstance(result, dict):
+        if method in HELLO_METHODS and isinstance(result, dict):
             if isinstance(result.get("capabilities"), dict):
                 snap.capabilities = result["capabilities"]
             got = result.get("_meta")

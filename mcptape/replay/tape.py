@@ -35,9 +35,8 @@ import orjson
 from mcptape.wire.frame import Direction, classify_message, parse
 from mcptape.wire.ids import encode_id
 from mcptape.wire.ids import id_key as text_key
+from mcptape.wire.protocol import CANCELLED, PROGRESS
 
-PROGRESS: Final = "notifications/progress"
-CANCELLED: Final = "notifications/cancelled"
 OWN_PREFIX: Final = "mcptape-"  # the ids of mcptape's own requests (Relay.request)
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-SAMPLING = "sampling/createMessage"
-ELICITATION = "elicitation/create"
-ROOTS = "roots/list"
+from mcptape.wire.protocol import ELICITATION, ROOTS_LIST, SAMPLING
+
+ROOTS = ROOTS_LIST
 
 # What the spec's own example answers a refused sampling request with.
 SAMPLING_REJECTED = {"code": -1, "message": "User rejected sampling request"}

@@ -37,7 +37,6 @@ from mcptape.store.errors import (
     StoreError,
     describe_error,
     is_lock_wait,
-    tell,
 )
 from mcptape.store.fileid import FileIdentity
 from mcptape.store.location import default_db_path, parse_url, resolve_url
@@ -45,6 +44,7 @@ from mcptape.store.rows import new_session_row, session_values
 from mcptape.store.schema import sessions
 from mcptape.store.server_engine import ONE_STATEMENT, server_engine
 from mcptape.store.sqlite_engine import can_write, sqlite_engine, sqlite_file
+from mcptape.terminal import say
 
 if TYPE_CHECKING:
     from mcptape.store.writer import Writer
@@ -231,7 +231,7 @@ class Store:
         if self._told_lock_wait:
             return
         self._told_lock_wait = True
-        tell(f"mcptape: waiting for {self.where}: another process holds its write lock…")
+        say(f"waiting for {self.where}: another process holds its write lock…")
 
     def writer(
         self, *, batch_size: int = 1000, max_lag: float | None = None, max_backlog_bytes: int | None = None

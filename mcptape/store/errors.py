@@ -9,7 +9,6 @@ No other store module is imported here, so every one of them can import this.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import sys
 from typing import Final
@@ -131,9 +130,3 @@ def is_fatal(error: BaseException) -> bool:
 def _sqlstate(orig: BaseException) -> str | None:
     value = getattr(orig, "sqlstate", None)
     return value if isinstance(value, str) else None
-
-
-def tell(line: str) -> None:
-    """Write ``line`` to stderr at once; a closed or broken stderr loses only the message."""
-    with contextlib.suppress(OSError, ValueError):
-        print(line, file=sys.stderr, flush=True)

@@ -8,7 +8,7 @@ are applied together as one :data:`Op`, frames with one driver-level ``executema
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import sqlalchemy as sa
 
@@ -24,6 +24,23 @@ _PAIRS: Final = 4  # built on the writer thread only
 _FLUSH: Final = 5
 _STOP: Final = 6
 _LARGE_FRAME: Final = 7  # one large frame, SQLite only; an op of the writer thread, never queued
+
+
+class Queued(NamedTuple):
+    """One item of the writer's queue: its tag, what to write, and its size in bytes (for the backlog)."""
+
+    tag: int
+    payload: Any = None
+    size: int = 0
+
+
+class QueuedFrame(NamedTuple):
+    """A frame's payload in the queue: its row is built on the writer thread."""
+
+    session_id: str
+    seq: int
+    frame: Any  # mcptape.wire.frame.Frame
+
 
 Op = tuple[int, list[Any]]  # (tag, rows): consecutive items of one kind, applied together
 

@@ -17,6 +17,7 @@ import orjson
 from sqlalchemy import Connection, Engine, RowMapping, func, select
 
 from mcptape.store.schema import events, frames, sessions
+from mcptape.wire.protocol import HELLO_METHODS
 
 LAST: Final = "last"
 SHORT_ID: Final = 12
@@ -280,7 +281,6 @@ def session_events(source: Any, session_id: str) -> Iterator[StoredEvent]:
             yield StoredEvent(*row)
 
 
-HANDSHAKE_METHODS: Final = ("initialize", "server/discover")
 _META_PREFIX: Final = "io.modelcontextprotocol/"
 
 
@@ -325,7 +325,7 @@ def session_handshake(source: Any, session_id: str) -> dict[str, str]:
             frames.c.session_id == session_id,
             frames.c.direction == "c2s",
             frames.c.kind == "request",
-            frames.c.method.in_(HANDSHAKE_METHODS),
+            frames.c.method.in_(HELLO_METHODS),
         )
         .order_by(frames.c.seq)
         .limit(5)

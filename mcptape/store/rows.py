@@ -55,6 +55,10 @@ SESSION_COLUMNS: Final = frozenset(column.name for column in sessions.columns) -
 EVENT_COLUMNS: Final = ("session_id", "ts", "kind", "text", "data")
 
 
+TEXT_AT: Final = FRAME_COLUMNS.index("text")
+"""Where a frame row holds its text (a large frame's bytes are handed off from there)."""
+
+
 def frame_row(
     session_id: str,
     seq: int,

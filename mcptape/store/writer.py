@@ -62,7 +62,6 @@ from mcptape.store.errors import (
     is_fatal,
     is_lock_wait,
     is_retryable,
-    tell,
 )
 from mcptape.store.fileid import FileIdentity
 from mcptape.store.handoff import ALONE, Handoff, probe
@@ -76,10 +75,13 @@ from mcptape.store.operations import (
     _STOP,
     _UPDATE,
     Op,
+    Queued,
+    QueuedFrame,
     Statements,
     append,
 )
 from mcptape.store.rows import (
+    TEXT_AT,
     TEXT_BYTES_FROM,
     frame_row,
     json_text,
@@ -87,6 +89,7 @@ from mcptape.store.rows import (
     session_values,
     without_nul,
 )
+from mcptape.terminal import say
 from mcptape.wire.frame import Frame
 from mcptape.wire.largeframes import LARGE, LARGE_FRAME_BYTES
 
@@ -135,7 +138,7 @@ class Writer:
         self._statements = Statements(engine)
         self._sqlite = engine.dialect.name == "sqlite"
         self._correlator = Correlator()
-        self._queue: queue.SimpleQueue[tuple[Any, ...]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Queued] = queue.SimpleQueue()
         self._backlog = Backlog(max_lag, max_backlog_bytes)
         self._reported: set[str] = set()
         self._told_lock_wait = False
@@ -159,7 +162,7 @@ class Writer:
         before anything queued after this call, so frames of the session may follow at once.
         """
         row = new_session_row(fields)
-        self._put((_SESSION, row, 256))
+        self._put(Queued(_SESSION, row, 256))
         return str(row["id"])
 
     def add_frame(self, session_id: str, seq: int, frame: Frame) -> None:
@@ -176,7 +179,7 @@ class Writer:
         if large:
             LARGE.queued()
         try:
-            self._put((_FRAME, (session_id, seq, frame), size), frame=True)
+            self._put(Queued(_FRAME, QueuedFrame(session_id, seq, frame), size), frame=True)
         except BaseException:
             if large:
                 LARGE.finished()
@@ -196,20 +199,20 @@ class Writer:
         """
         data_json = None if data is None else json_text(data)
         row = (session_id, time.time() if ts is None else ts, kind, without_nul(text), data_json)
-        self._put((_EVENT, row, len(text or "") + len(data_json or "")))
+        self._put(Queued(_EVENT, row, len(text or "") + len(data_json or "")))
 
     def update_session(self, session_id: str, **fields: Any) -> None:
         """Queue new values for session columns, applied in order with the frames queued before."""
         values = session_values(fields)
         if values:
-            self._put((_UPDATE, (session_id, values), 256))
+            self._put(Queued(_UPDATE, (session_id, values), 256))
 
-    def _put(self, item: tuple[int, Any, int], *, frame: bool = False) -> None:
+    def _put(self, item: Queued, *, frame: bool = False) -> None:
         if self._closed:
             raise WriterClosedError(
-                f"queued after the recording writer was closed (tag {item[0]}): close it after the last frame"
+                f"queued after the recording writer was closed (tag {item.tag}): close it after the last frame"
             )
-        self._backlog.queued(item[2], frame=frame)
+        self._backlog.queued(item.size, frame=frame)
         self._queue.put(item)
         if self._stopped:  # close() ran between the test above and the put (a signal handler can)
             self._reclaim()
@@ -222,11 +225,11 @@ class Writer:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item[0] == _FLUSH:
-                item[1]()
-            elif item[0] < _FLUSH:
+            if item.tag == _FLUSH:
+                item.payload()
+            elif item.tag < _FLUSH:
                 late += 1
-                if item[0] == _FRAME and item[2] >= LARGE_FRAME_BYTES:
+                if item.tag == _FRAME and item.size >= LARGE_FRAME_BYTES:
                     LARGE.finished()
         if late:
             self._late_items += late
@@ -282,7 +285,7 @@ class Writer:
         if self._stopped:
             return
         done = threading.Event()
-        self._queue.put((_FLUSH, done.set))
+        self._queue.put(Queued(_FLUSH, done.set))
         self._hurry.set()
         if self._stopped:  # the thread ended meanwhile: nobody else will set the event
             self._reclaim()
@@ -302,7 +305,7 @@ class Writer:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
                 loop.call_soon_threadsafe(resolve, future)
 
-        self._queue.put((_FLUSH, done))
+        self._queue.put(Queued(_FLUSH, done))
         self._hurry.set()
         if self._stopped:
             self._reclaim()
@@ -324,7 +327,7 @@ class Writer:
             self._closed = True
             atexit.unregister(self.close)
             if self._thread is not threading.current_thread():
-                self._queue.put((_STOP,))
+                self._queue.put(Queued(_STOP))
                 self._hurry.set()
         if self._thread is threading.current_thread():
             return False
@@ -358,25 +361,25 @@ class Writer:
             self._backlog.release()
             self._reclaim()
 
-    def _take(self, *, block: bool) -> list[tuple[Any, ...]]:
+    def _take(self, *, block: bool) -> list[Queued]:
         try:
             first = self._queue.get() if block else self._queue.get_nowait()
         except queue.Empty:
             return []
         batch = [first]
-        rows = 0 if batch[0][0] >= _FLUSH else 1
+        rows = 0 if batch[0].tag >= _FLUSH else 1
         get = self._queue.get_nowait
         try:
-            while rows < self._batch_size and batch[-1][0] != _STOP:
+            while rows < self._batch_size and batch[-1].tag != _STOP:
                 item = get()
                 batch.append(item)
-                if item[0] < _FLUSH:
+                if item.tag < _FLUSH:
                     rows += 1
         except queue.Empty:
             pass
         return batch
 
-    def _apply(self, batch: list[tuple[Any, ...]]) -> None:
+    def _apply(self, batch: list[Queued]) -> None:
         """Write a batch in order, taking the items out of ``batch`` as it goes."""
         ops: list[Op] = []
         flushers: list[Callable[[], None]] = []
@@ -384,7 +387,7 @@ class Writer:
         batch.reverse()
         while batch:
             # No local names the item: a large frame's references must be the writer's alone.
-            size = batch[-1][2] if batch[-1][0] == _FRAME else 0
+            size = batch[-1].size if batch[-1].tag == _FRAME else 0
             if size >= LARGE_FRAME_BYTES:
                 large += 1
                 if self._statements.text_bytes and self.failed is None:
@@ -398,32 +401,36 @@ class Writer:
                     self._write_large(batch)
                     continue
             item = batch.pop()
-            tag = item[0]
+            tag = item.tag
             if tag >= _FLUSH:
                 if tag == _FLUSH:
-                    flushers.append(item[1])
+                    flushers.append(item.payload)
                 continue
-            nbytes += item[2]
+            nbytes += item.size
             nrows += 1
             if tag == _FRAME:
                 nframes += 1
                 try:
-                    row, pairs = self._frame_row(*item[1])
+                    row, pairs = self._frame_row(*item.payload)
                 except Exception as error:  # not a Frame at all: a caller's bug, not a reason to stop
-                    self._report(f"not recorded: frame {item[1][1]} of session {item[1][0]}: {error!r}")
+                    queued = item.payload
+                    self._report(
+                        f"not recorded: frame {queued.seq} of session {queued.session_id}: {error!r}"
+                    )
                     continue
                 append(ops, _FRAME, row)
                 for pair in pairs:
                     append(ops, _PAIRS, pair)
                 del row, pairs
                 continue
-            if tag == _UPDATE and "ended_at" in item[1][1]:
-                self._correlator.forget(item[1][0])
             if tag == _UPDATE:
-                ops.append((tag, [item[1]]))
+                session_id, values = item.payload
+                if "ended_at" in values:
+                    self._correlator.forget(session_id)
+                ops.append((tag, [item.payload]))
             else:
-                append(ops, tag, item[1])
-        item = ()  # the last item is not kept alive while the batch is written
+                append(ops, tag, item.payload)
+        item = Queued(_STOP)  # the last item is not kept alive while the batch is written
         if ops:
             if self.failed is None:
                 self._write(ops)
@@ -436,7 +443,7 @@ class Writer:
         for flushed in flushers:
             flushed()
 
-    def _write_large(self, batch: list[tuple[Any, ...]]) -> None:
+    def _write_large(self, batch: list[Queued]) -> None:
         """Write the large frame at the end of ``batch`` (taken out of it) in a transaction of its own.
 
         When the writer holds the frame alone (it has been forwarded and nobody else
@@ -445,15 +452,15 @@ class Writer:
         frame, not three times. Otherwise (still being forwarded after
         ``handoff_patience``, kept by someone) it is written without that.
         """
-        session_id, seq, frame = batch.pop()[1]
+        session_id, seq, frame = batch.pop().payload
         sole = self._sole_owner(frame)
         try:
             row, pairs = self._frame_row(session_id, seq, frame)
         except Exception as error:  # not a Frame at all: a caller's bug, not a reason to stop
             self._report(f"not recorded: frame {seq} of session {session_id}: {error!r}")
             return
-        if sole and row[9] is frame.data:
-            row = (*row[:9], Handoff(row[9]), *row[10:])
+        if sole and row[TEXT_AT] is frame.data:
+            row = (*row[:TEXT_AT], Handoff(row[TEXT_AT]), *row[TEXT_AT + 1 :])
             frame.data = b""  # nobody else holds this Frame: its bytes now live in the row alone
             self.handoffs += 1
         del frame
@@ -580,10 +587,7 @@ class Writer:
         if self._told_lock_wait:
             return
         self._told_lock_wait = True
-        tell(
-            "mcptape: waiting for the database lock held by another process "
-            f"({self.backlog} frames not yet written)…"
-        )
+        say(f"waiting for the database lock held by another process ({self.backlog} frames not yet written)…")
 
     def _notice(self, message: str) -> None:
         """Tell stderr once about a wait that loses nothing; kept in ``notices``, not ``errors``."""
@@ -591,7 +595,7 @@ class Writer:
             return
         if len(self.notices) < _MAX_ERRORS:
             self.notices.append(message)
-        tell(f"mcptape: recording: {message}")
+        say(f"recording: {message}")
 
     def _report(self, message: str, *, dedupe: bool = True) -> bool:
         """Tell stderr and ``errors`` (once per distinct message); True when added to ``errors``."""
@@ -602,5 +606,5 @@ class Writer:
         added = len(self.errors) < _MAX_ERRORS
         if added:
             self.errors.append(message)
-        tell(f"mcptape: recording error: {message}")  # stderr closed: errors still holds it
+        say(f"recording error: {message}")  # stderr closed: errors still holds it
         return added

@@ -12,8 +12,9 @@ from typing import Any
 
 import orjson
 
-META_PREFIX = "io.modelcontextprotocol/"
-HELLO_METHODS = frozenset({"initialize", "server/discover"})
+from mcptape.wire.protocol import DISCOVER, HELLO_METHODS, INITIALIZE, META_PREFIX
+
+__all__ = ["HELLO_METHODS", "client_hello", "server_hello"]
 
 
 def _json(value: Any) -> str | None:
@@ -46,7 +47,7 @@ def client_hello(msg: Any) -> dict[str, Any]:
     if not isinstance(params, dict):
         return {}
     out: dict[str, Any] = {}
-    if msg.get("method") == "initialize":
+    if msg.get("method") == INITIALIZE:
         out.update(_info_columns("client", params.get("clientInfo")))
         if "capabilities" in params:
             out["client_capabilities"] = _json(params.get("capabilities"))
@@ -71,14 +72,14 @@ def server_hello(msg: Any, request_method: str | None) -> dict[str, Any]:
     if not isinstance(result, dict):
         return {}
     out: dict[str, Any] = {}
-    if request_method == "initialize":
+    if request_method == INITIALIZE:
         out.update(_info_columns("server", result.get("serverInfo")))
         if "capabilities" in result:
             out["server_capabilities"] = _json(result.get("capabilities"))
         if isinstance(result.get("protocolVersion"), str):
             out["protocol_version"] = result["protocolVersion"]
         return out
-    if request_method == "server/discover" and "capabilities" in result:
+    if request_method == DISCOVER and "capabilities" in result:
         out["server_capabilities"] = _json(result.get("capabilities"))
     meta = _meta(result)
     if META_PREFIX + "serverInfo" in meta:

@@ -42,6 +42,7 @@ from mcptape.proxy.link import LinkClosed
 from mcptape.rules.rules import Answer, RuleContext, Rules
 from mcptape.wire.frame import Frame, id_key
 from mcptape.wire.jsonrpc import error_response, result_response
+from mcptape.wire.protocol import INITIALIZE
 
 if TYPE_CHECKING:
     from mcptape.proxy.relay import Relay
@@ -296,7 +297,7 @@ def declare_capabilities(message: Any, caps: dict[str, Any]) -> dict[str, Any] |
     if not isinstance(message, dict) or not isinstance(message.get("params"), dict):
         return None
     params = message["params"]
-    if message.get("method") == "initialize" and isinstance(params.get("capabilities"), dict):
+    if message.get("method") == INITIALIZE and isinstance(params.get("capabilities"), dict):
         added = _missing(params["capabilities"], caps)
         if added:
             return {**message, "params": {**params, "capabilities": {**params["capabilities"], **added}}}

@@ -14,13 +14,13 @@ is said once on stderr; frames keep flowing and ``record`` exits non-zero at the
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mcptape.proxy.addonmanager import Flow, Outcome, SessionContext
+from mcptape.terminal import say
 from mcptape.wire.frame import KEEP_PARSED_BYTES
 from mcptape.wire.handshake import HELLO_METHODS, client_hello, server_hello
 from mcptape.wire.largeframes import LARGE, LARGE_FRAME_BYTES
@@ -115,7 +115,7 @@ class Recorder:
                 if self.forwards_without_store or opened
                 else "stopping (--on-store-error forward keeps forwarding without recording)"
             )
-            print(f"mcptape: error: {why}; {going_on}", file=sys.stderr)
+            say(f"error: {why}; {going_on}")
 
     def _apply(self, op: str, args: tuple[Any, ...]) -> None:
         writer = self.writer
@@ -146,10 +146,9 @@ class Recorder:
                 # Another process's write lock holds the store: the store says so itself.
                 if not self._impatient:
                     self._impatient = True
-                    print(
-                        "mcptape: the recording database is slow to open; forwarding goes on and "
-                        "frames are kept in memory until it is ready",
-                        file=sys.stderr,
+                    say(
+                        "the recording database is slow to open; forwarding goes on and "
+                        "frames are kept in memory until it is ready"
                     )
                 return
             await asyncio.sleep(0.005)
@@ -199,7 +198,7 @@ class Recorder:
         if not writer.over_limit:
             if self._blocked:
                 self._blocked = False
-                print("mcptape: the recording database is writable again; catching up", file=sys.stderr)
+                say("the recording database is writable again; catching up")
             return None
         if self._blocked and writer.backlog_bytes < BLOCKED_MEMORY:
             return None
@@ -220,10 +219,9 @@ class Recorder:
         except TimeoutError:
             if not self._blocked:
                 self._blocked = True
-                print(
-                    f"mcptape: the recording database has not accepted writes for {BLOCKED_PATIENCE:g} s "
-                    "(locked by another process?); forwarding goes on and frames wait in memory",
-                    file=sys.stderr,
+                say(
+                    f"the recording database has not accepted writes for {BLOCKED_PATIENCE:g} s "
+                    "(locked by another process?); forwarding goes on and frames wait in memory"
                 )
 
     def _learn(self, flow: Flow) -> None:

@@ -12,13 +12,13 @@ message, while another process holds the lock: SIGTERM loses nothing) and closes
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcptape.proxy.addons.recorder import Recorder
+from mcptape.terminal import say
 
 if TYPE_CHECKING:
     from mcptape.store import Store, Writer
@@ -112,10 +112,6 @@ class BackgroundStore:
         finally:
             self.done.set()
 
-    def wait_open(self, timeout: float | None = None) -> bool:
-        """Block until the store is open or failed (for threads and the end of a run)."""
-        return self.done.wait(timeout)
-
     async def opened(self) -> None:
         """Wait on the loop, without blocking it, until the store is open or failed."""
         import asyncio
@@ -140,10 +136,9 @@ class BackgroundStore:
         with one message on stderr, so that nothing already forwarded is lost.
         """
         if not self.done.wait(2.0):
-            print(
-                f"mcptape: waiting for the recording database {self.where()} (another process holds its lock); "
-                "frames already forwarded will be written once it is free (Ctrl-C again gives up on them).",
-                file=sys.stderr,
+            say(
+                f"waiting for the recording database {self.where()} (another process holds its lock); "
+                "frames already forwarded will be written once it is free (Ctrl-C again gives up on them)."
             )
             self.done.wait()
         ok = self.error is None
@@ -171,7 +166,7 @@ class BackgroundStore:
             try:
                 result.append(self.finish())
             except Exception as exc:
-                print(f"mcptape: error: closing the recording database failed: {exc}", file=sys.stderr)
+                say(f"error: closing the recording database failed: {exc}")
                 result.append(False)
             finally:
                 loop.call_soon_threadsafe(done.set)

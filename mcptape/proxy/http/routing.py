@@ -22,6 +22,7 @@ from typing import Any
 
 from mcptape.wire.frame import classify_message, encode_id
 from mcptape.wire.ids import id_key
+from mcptape.wire.protocol import CANCELLED
 
 MAX_CANCELLED = 1024  # cancelled requests remembered for a late answer
 RELATED_KEYS = ("io.modelcontextprotocol/related-request-id", "relatedRequestId")
@@ -121,7 +122,7 @@ class Router:
         """The client cancelled the requests ``message`` names; returns the streams now fully settled."""
         done = []
         for item in _items(message):
-            if not isinstance(item, dict) or item.get("method") != "notifications/cancelled":
+            if not isinstance(item, dict) or item.get("method") != CANCELLED:
                 continue
             params = item.get("params")
             if not isinstance(params, dict) or "requestId" not in params:

@@ -41,6 +41,7 @@ from mcptape.proxy.http.headers import (
 from mcptape.proxy.http.sse import SseParser
 from mcptape.proxy.http.upstream_base import LoopLink, request_ids, response_ids, unreachable
 from mcptape.wire.frame import Frame
+from mcptape.wire.protocol import INITIALIZE, INITIALIZED
 
 RESUME_ATTEMPTS = 5
 DEFAULT_RETRY_S = 0.5
@@ -177,7 +178,7 @@ class HttpClientLink(LoopLink):
     async def _post(self, frame: Frame, first: bool) -> None:
         import aiohttp
 
-        if frame.kind == "request" and frame.method == "initialize" and frame.rpc_id is not None:
+        if frame.kind == "request" and frame.method == INITIALIZE and frame.rpc_id is not None:
             self._initialize_ids.add(frame.rpc_id)
         self._unanswered.update(request_ids(frame))
         try:
@@ -200,7 +201,7 @@ class HttpClientLink(LoopLink):
             # server refusing this request, not a legacy one; its answer goes to the client.
             self.spawn(self._error_body(frame, response, self._meta(response, "POST", "post"), body))
             return
-        if frame.method == "notifications/initialized" and not self._get_started and status < 300:
+        if frame.method == INITIALIZED and not self._get_started and status < 300:
             self._get_started = True
             self._get_open = asyncio.Event()
             self.spawn(self._get_stream(None, self._get_open))
