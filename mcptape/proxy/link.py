@@ -73,7 +73,8 @@ class LinkEnd:
 
     ``reason``: ``"exited"`` (a process ended; ``exit_code`` is its returncode, negative
     when killed by a signal), ``"closed"`` (the peer closed the connection), ``"error"``
-    (a transport error, see ``detail``) or ``"stopped"`` (we ended it).
+    (a transport error, see ``detail``), ``"unreachable"`` (a remote peer that could not be
+    reached at all: the session never started, see ``detail``) or ``"stopped"`` (we ended it).
     ``stopped_by_us`` says whether mcptape had to signal or cut the peer.
     """
 

@@ -457,6 +457,8 @@ class Relay:
         if not pending:
             return
         tail = list(end.stderr_tail)
+        if how is None and end.reason == "unreachable" and end.detail:
+            how = f"could not be reached ({end.detail.removeprefix('cannot reach the MCP server at ')})"
         if how is None:
             how = status_sentence(end.exit_code) if end.reason == "exited" else "closed the connection"
         if self.stop_reason:
