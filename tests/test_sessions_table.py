@@ -67,7 +67,7 @@ def test_sessions_at_80_columns_show_mode_and_whole_statuses_and_name_replays(
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines), lines
-    assert lines[0].split() == ["id", "name", "mode", "status", "started", "lasted", "frames", "upstream"]
+    assert lines[0].split() == ["id", "name", "mode", "status", "started", "took", "frames", "server"]
     rows = {line[:12]: line.split() for line in lines[2:]}
     assert rows[replay[:12]][1:4] == ["(weather)", "replay", "closed"]  # the recording it replayed
     assert rows[called[:12]][1:4] == ["weather", "call", "closed"]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.replay_options import comparison_options
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 MARKS = {"added": "+", "removed": "-", "changed": "~", "differs": "~"}
 
 
-@click.command()
+@click.command(cls=Command, summary_options=("--db", "--json", "--fail-on-breaking", "--ignore"))
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")
 @db_option
@@ -64,11 +65,13 @@ def diff(
 
     \b
     Each change is classified:
-      breaking    a client written against A may fail against B: something removed,
-                  a new required argument, an argument's type changed, an output
-                  field removed, a request that succeeded in A and fails in B
+      breaking    a client written against A may fail against B: something
+                  removed, a new required argument, an argument's type
+                  changed, an output field removed, a request that
+                  succeeded in A and fails in B
       compatible  additions and changes of descriptions, titles, annotations
-      differs     the same request got a different answer
+      differs     the same request got a different answer (long texts are
+                  shown as a diff of the lines around the change)
 
     \b
     Exit status: 0; 1 with --fail-on-breaking when a change is breaking; 2 when
@@ -78,8 +81,8 @@ def diff(
     Examples:
       mcptape diff v1 v2
       mcptape diff tests/recordings/release.jsonl last --fail-on-breaking
-      mcptape diff v1 v2 --json | jq '.changes[] | select(.severity == "breaking")'
-      mcptape diff v1 v2 --ignore 'tools/call:weather=/result/structuredContent/humidity'
+      mcptape diff v1 v2 --json | jq '.changes[] | select(.severity=="breaking")'
+      mcptape diff v1 v2 --ignore 'tools/call:weather=/result/structuredContent'
     """
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
     from mcptape.replay.schema_diff import compare

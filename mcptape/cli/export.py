@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from mcptape.cli.common import UserError, db_option, writing_output
+from mcptape.cli.helptext import Command
 from mcptape.terminal import safe
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ def write_private_file(path: str, write: Callable[[IO[str]], int]) -> int:
     return count
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("session")
 @db_option
 @click.option(

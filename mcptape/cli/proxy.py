@@ -8,10 +8,22 @@ import sys
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    summary_options=(
+        "--config",
+        "--listen",
+        "--db",
+        "--token-file",
+        "--no-auth",
+        "--allow-remote",
+        "--redact",
+    ),
+)
 @click.option(
     "--config",
     "config_path",
@@ -112,30 +124,35 @@ def proxy(
     """Serve every registered MCP server over HTTP, recording every session.
 
     Each upstream NAME (see `mcptape servers`) is served at /servers/NAME/mcp
-    (streamable HTTP) and /servers/NAME/sse (legacy HTTP+SSE), whatever transport it
-    speaks itself; a stdio server is started once per client session. GET /health
-    answers {"status":"ok"}.
+    (streamable HTTP) and /servers/NAME/sse (legacy HTTP+SSE), whatever
+    transport it speaks itself; a stdio server is started once per client
+    session. GET /health answers {"status":"ok"}.
 
-    \b
-    Security: requests need the gateway's token, as `Authorization: Bearer TOKEN`
-    (not forwarded) or `X-Mcptape-Token: TOKEN` (then the client's own Authorization
-    reaches the upstream). The token is $MCPTAPE_PROXY_TOKEN, else a new one printed
-    once and written to --token-file. Host and Origin are checked against DNS
-    rebinding (403). Only registry entries can be started. Ctrl-C or SIGTERM closes
-    every session, stops every upstream and flushes the recording.
-
-    \b
-    Injection (--handle-sampling, --handle-elicitation, --roots, --inject) works as
-    for `record`, in every session. With injection rules, a streamable HTTP upstream
-    is no longer passed through request for request: the gateway runs each session
-    itself (its own session ids), so that it can answer the server's requests.
+    Requests need the gateway's token, as `Authorization: Bearer TOKEN` (not
+    forwarded) or `X-Mcptape-Token: TOKEN` (then the client's own
+    Authorization reaches the upstream). The token is $MCPTAPE_PROXY_TOKEN,
+    else a new one printed once and written to --token-file. Host and Origin
+    are checked against DNS rebinding (403). Only registry entries can be
+    started. Ctrl-C or SIGTERM closes every session, stops every upstream and
+    flushes the recording.
 
     \b
     Examples:
       mcptape proxy --config claude_desktop_config.json
       mcptape proxy --listen 127.0.0.1:0 --no-auth
       mcptape proxy --handle-sampling auto --roots /srv/project
-      mcptape proxy --redact /params/arguments/password --redact X-Session-Secret
+
+    \f
+    Injection (--handle-sampling, --handle-elicitation, --roots, --inject)
+    works as for `record`, in every session. With injection rules, a
+    streamable HTTP upstream is no longer passed through request for request:
+    the gateway runs each session itself (its own session ids), so that it
+    can answer the server's requests.
+
+    \b
+    More examples:
+      mcptape proxy --redact /params/arguments/password \\
+          --redact X-Session-Secret
     """
     host, port = _parse_listen(listen)
     header_names, json_paths = _redactions(redact_names)

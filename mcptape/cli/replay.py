@@ -25,7 +25,19 @@ if TYPE_CHECKING:
     from mcptape.replay.tape import Tape
 
 
-@click.command(cls=CommandAfterDashes)
+@click.command(
+    cls=CommandAfterDashes,
+    summary_options=(
+        "--db",
+        "--file",
+        "--upstream",
+        "--url",
+        "--ignore",
+        "--ignore-text",
+        "--update",
+        "--junit",
+    ),
+)
 @click.argument("sessions", nargs=-1, metavar="[SESSION|PATTERN]... [-- COMMAND [ARGS]...]")
 @db_option
 @click.option(
@@ -113,34 +125,45 @@ def replay(
 
     SESSION is a session id, a unique prefix, a name or `last` (a name or last:
     the latest such session in which the client sent a request); a PATTERN
-    (smoke-*) takes the latest session of every matching name; --file takes JSONL exports. Each recording is replayed
-    against a fresh server (a new process, or a new session with the server
-    at --url): the client's frames are sent in order, exactly as
-    recorded, waiting where the client waited; the server's own requests
-    (sampling, elicitation, roots) are answered from the recording; a
-    2026-07-28 retry echoes the requestState the live server gives.
-
-    Responses, their notifications (in any order) and server requests are
-    compared after normalisation (see --keep, --ignore); a redacted value in
-    the recording matches anything. Each differing exchange is printed with
-    the method, tool, JSON Pointer and both values, then a summary line.
-
-    The replay is recorded as a new session (mode replay) whose replay_of is
-    the original.
+    (smoke-*) takes the latest session of every matching name; --file takes
+    JSONL exports. Each recording is replayed against a fresh server, and its
+    responses, notifications and server requests are compared after
+    normalisation (see --keep, --ignore). The first line names the recording
+    compared against; each differing exchange is printed with the request,
+    its arguments, the JSON Pointer and both values (long texts as a diff).
 
     \b
-    Exit status: 0 when every exchange matches, 1 when some differ, 2 when a
-    replay could not run (recording not found or with no exchange, server
-    would not start).
+    Exit status: 0 when every exchange matches (or --update made the replay
+    the reference), 1 when some differ, 2 when a replay could not run
+    (recording not found or with no exchange, server would not start).
 
     \b
     Examples:
       mcptape replay last -- python -m my_server
-      mcptape replay smoke-* --junit report.xml -- npx -y @modelcontextprotocol/server-everything
-      mcptape replay --file tests/recordings/weather.jsonl --upstream weather --config mcp.json
-      mcptape replay weather --url http://127.0.0.1:3001/mcp --header 'Authorization: Bearer ${TOKEN}'
-      mcptape replay weather --ignore 'tools/call:weather=/result/content/*/annotations' -- ./server
+      mcptape replay smoke-* --junit report.xml -- node server.js
+      mcptape replay --file tests/recordings/weather.jsonl -- ./server
+      mcptape replay weather --url http://127.0.0.1:3001/mcp
       mcptape replay weather --update -- ./server     # the change was intended
+
+    \f
+    Each recording is replayed against a fresh server (a new process, or a
+    new session with the server at --url): the client's frames are sent in
+    order, exactly as recorded, waiting where the client waited; the server's
+    own requests (sampling, elicitation, roots) are answered from the
+    recording; a 2026-07-28 retry echoes the requestState the live server
+    gives. Notifications are compared in any order; a redacted value in the
+    recording matches anything. The replay is recorded as a new session (mode
+    replay) whose replay_of is the original.
+
+    \b
+    More examples:
+      mcptape replay smoke-* --junit report.xml \\
+          -- npx -y @modelcontextprotocol/server-everything
+      mcptape replay --file weather.jsonl --upstream weather --config mcp.json
+      mcptape replay weather --url http://127.0.0.1:3001/mcp \\
+          --header 'Authorization: Bearer ${TOKEN}'
+      mcptape replay weather \\
+          --ignore 'tools/call:weather=/result/content/*/annotations' -- ./server
     """
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
 

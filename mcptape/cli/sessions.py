@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.output import output_options
 from mcptape.terminal import safe
 
@@ -19,9 +20,10 @@ if TYPE_CHECKING:
 
 # Most useful first: what to type to see it, what it is and what made it, how it ended;
 # the long upstream last.
-TABLE_COLUMNS = ["id", "name", "mode", "status", "started", "lasted", "frames", "upstream"]
-KEEP_WHOLE = ("id", "mode", "started", "lasted", "frames")
-SHRINK_FIRST = ("upstream", "name", "status")  # a narrow terminal cuts these, in this order
+# Short headers: at 80 columns every letter is a letter of a name or a status less.
+TABLE_COLUMNS = ["id", "name", "mode", "status", "started", "took", "frames", "server"]
+KEEP_WHOLE = ("id", "mode", "started", "took", "frames")
+SHRINK_FIRST = ("server", "name", "status")  # a narrow terminal cuts these, in this order
 DATA_COLUMNS = [
     "id", "name", "mode", "transport", "upstream", "started", "ended", "duration_s",
     "frames", "status", "exit_code", "protocol_version", "client", "server", "replay_of",
@@ -238,7 +240,7 @@ def database_message(exc: BaseException) -> str:
     return lines[0] if lines else type(original).__name__
 
 
-@click.command()
+@click.command(cls=Command)
 @db_option
 @click.option(
     "--limit", "-n", type=click.IntRange(min=1), default=None, metavar="N", help="Show at most N sessions."
@@ -252,8 +254,8 @@ def sessions(db: str | None, limit: int | None, name: str | None, fmt: str) -> N
     any unique prefix, the session name or `last`), the name (a replay's is
     the replayed recording's, in parentheses), the mode (what made it:
     record, proxy, call, replay, serve), the status, the local start time,
-    how long it lasted, its frame count and the upstream (the server's
-    command line, in short). Statuses: running; ok (the server exited 0);
+    how long it took, its frame count and the server (the upstream: its
+    command line in short, or its URL). Statuses: running; ok (the server exited 0);
     closed (the client left, and the server exited or mcptape stopped it;
     "closed (server exit N)" when it exited with N); failed (the server
     exited with an error before sending anything: it did not start); error
