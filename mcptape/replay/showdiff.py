@@ -27,6 +27,11 @@ def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def too_long(a: str, b: str) -> bool:
+    """Whether two texts, printed whole side by side, would not make a readable line."""
+    return len(as_json(a)) + len(as_json(b)) > VALUE_WIDTH
+
+
 def cut(text: str, width: int = VALUE_WIDTH) -> str:
     """``text`` cut to ``width`` characters, ending in ``...`` when cut."""
     return text if len(text) <= width else text[: width - 3] + "..."
@@ -35,9 +40,7 @@ def cut(text: str, width: int = VALUE_WIDTH) -> str:
 def long_text_lines(a: Any, b: Any, names: tuple[str, str] = ("recorded", "replayed")) -> list[str] | None:
     """How two long strings differ, as a headline and indented lines; None when they are not two
     strings, or are short enough to print whole."""
-    if not isinstance(a, str) or not isinstance(b, str) or a == b:
-        return None
-    if len(as_json(a)) <= VALUE_WIDTH and len(as_json(b)) <= VALUE_WIDTH:
+    if not isinstance(a, str) or not isinstance(b, str) or a == b or not too_long(a, b):
         return None
     if "\n" in a or "\n" in b:
         return _lines_diff(a, b, names)
@@ -117,7 +120,7 @@ class Repeats:
 
     def earlier(self, pointer: str, a: Any, b: Any) -> str | None:
         """The pointer where this same pair of long texts was shown already; None the first time."""
-        if not isinstance(a, str) or not isinstance(b, str) or len(a) + len(b) <= 2 * VALUE_WIDTH:
+        if not isinstance(a, str) or not isinstance(b, str) or not too_long(a, b):
             return None
         if (a, b) in self._shown:
             return self._shown[(a, b)]
