@@ -73,3 +73,12 @@ def test_a_differing_exchange_names_its_arguments_and_shows_a_repeated_text_once
     assert "      +line 150: changed" in lines
     assert "    /result/structuredContent/content: the same difference as /result/content/0/text" in lines
     assert lines[-1] == "    /result/structuredContent/size: recorded 9000, replayed 8976"
+
+
+def test_long_arguments_keep_both_ends_of_their_strings() -> None:
+    from mcptape.replay.showdiff import arguments_text
+
+    path = "/home/someone/projects/a-very-long-directory-name/and-another-one/notes/2026/big.txt"
+    text = arguments_text({"path": path, "head": 3})
+    assert len(text) <= 80
+    assert text == '{"path": "/home/someon…another-one/notes/2026/big.txt", "head": 3}'

@@ -107,8 +107,26 @@ def _chars_diff(a: str, b: str, names: tuple[str, str]) -> list[str]:
 
 
 def arguments_text(value: Any, width: int = 80) -> str:
-    """A request's arguments beside its method in a report line: compact JSON, cut."""
-    return cut(json.dumps(value, ensure_ascii=False, separators=(", ", ": ")), width)
+    """A request's arguments beside its method in a report line: compact JSON, a long string cut
+    in its middle (a path keeps its file name), the whole cut at ``width``."""
+
+    def dump(v: Any) -> str:
+        return json.dumps(v, ensure_ascii=False, separators=(", ", ": "))
+
+    text = dump(value)
+    if len(text) > width:
+        text = dump(_middles_cut(value))
+    return cut(text, width)
+
+
+def _middles_cut(value: Any, keep: tuple[int, int] = (12, 30)) -> Any:
+    if isinstance(value, str) and len(value) > sum(keep) + 1:
+        return value[: keep[0]] + "…" + value[-keep[1] :]
+    if isinstance(value, dict):
+        return {k: _middles_cut(v, keep) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_middles_cut(v, keep) for v in value]
+    return value
 
 
 class Repeats:
