@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import MCPTAPE, ROOT, everything_server_cmd
+from tests.helpers.paths import MCPTAPE, ROOT, everything_server_cmd
+
+pytestmark = pytest.mark.slow
 
 PAGED = [sys.executable, str(ROOT / "tests" / "servers" / "paged.py")]
 DOC = "demo://resource/static/document/architecture.md"

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import NPM_DIR, ROOT
+from tests.helpers.paths import CONFORMANCE_SUITE as SUITE
+from tests.helpers.paths import NODE22, ROOT
 
-NODE22 = NPM_DIR / "node_modules" / "node" / "bin" / "node"
-SUITE = NPM_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 DISPATCHER = ROOT / "tests" / "conformance" / "call_client.py"
 BASELINE = ROOT / "tests" / "conformance" / "expected_failures.yaml"
 # Timing matters in sse-retry (the client must wait the SSE retry delay): these run one
@@ -68,6 +67,7 @@ def test_the_baseline_names_only_scenarios_with_a_reason_and_none_that_must_pass
 
 
 @pytest.mark.parametrize("scenario", MUST_PASS)
+@pytest.mark.slow
 def test_conformance_client_scenario_passes(scenario: str, tmp_path: Path) -> None:
     proc = run_suite(["--scenario", scenario], tmp_path)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
@@ -76,6 +76,7 @@ def test_conformance_client_scenario_passes(scenario: str, tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("suite", SUITES)
+@pytest.mark.slow
 def test_conformance_client_suite_matches_the_baseline(suite: str, tmp_path: Path) -> None:
     """Every scenario of the suite passes, except those in the baseline, which must still fail."""
     proc = run_suite(["--suite", suite], tmp_path)

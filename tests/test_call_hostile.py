@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mcptape.client.output import dumps
-from tests.conftest import MCPTAPE
+from tests.helpers.paths import MCPTAPE
 
 # Clear screen, OSC 52 (write the clipboard), OSC 8 (a hidden link), CR, a bidi override,
 # the C1 CSI (U+009B) and DEL.
@@ -67,6 +69,7 @@ def test_printed_json_escapes_del_c1_and_bidi_and_keeps_the_value() -> None:
     assert "\n" not in line and json.loads(line) == [HOSTILE, {"a": 1}]
 
 
+@pytest.mark.slow
 def test_server_names_descriptions_and_text_cannot_drive_the_terminal(tmp_path: Path) -> None:
     for args in (
         ["-m", "tools/list"],
@@ -81,6 +84,7 @@ def test_server_names_descriptions_and_text_cannot_drive_the_terminal(tmp_path: 
         assert any(HOSTILE in text for text in _strings(json.loads(done.stdout)))
 
 
+@pytest.mark.slow
 def test_an_integer_beyond_64_bits_is_sent_as_written(tmp_path: Path) -> None:
     big = "99999999999999999999999"
     for args in (
@@ -111,6 +115,7 @@ for line in sys.stdin:
 """
 
 
+@pytest.mark.slow
 def test_a_timeout_names_what_the_server_sent_that_answered_nothing(tmp_path: Path) -> None:
     server = tmp_path / "stray.py"
     server.write_text(STRAY_SERVER, encoding="utf-8")
@@ -133,6 +138,7 @@ def test_a_timeout_names_what_the_server_sent_that_answered_nothing(tmp_path: Pa
     assert "\x1b" not in done.stderr
 
 
+@pytest.mark.slow
 def test_a_script_on_stdin_when_stdin_is_closed_is_a_one_line_error(tmp_path: Path) -> None:
     import os
 

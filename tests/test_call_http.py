@@ -9,7 +9,6 @@ import contextlib
 import json
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import threading
@@ -19,15 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MCPTAPE, NPM_DIR
+from tests.helpers.http_servers import ENTRY, free_port, stop, wait_for_port
+from tests.helpers.paths import MCPTAPE
 
-ENTRY = NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+pytestmark = pytest.mark.slow
 
 
 def _start(port: int, transport: str) -> subprocess.Popen[bytes]:
@@ -40,18 +34,9 @@ def _start(port: int, transport: str) -> subprocess.Popen[bytes]:
     )
 
 
-def _wait(port: int) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on {port}")
-
-
 @contextlib.contextmanager
 def _server(transport: str, port: int | None = None, delay: float = 0.0) -> Iterator[str]:
-    port = port or _free_port()
+    port = port or free_port()
     procs: list[subprocess.Popen[bytes]] = []
 
     def start() -> None:
@@ -62,18 +47,13 @@ def _server(transport: str, port: int | None = None, delay: float = 0.0) -> Iter
     starter.start()
     if not delay:
         starter.join()
-        _wait(port)
+        wait_for_port(port)
     try:
         yield f"http://127.0.0.1:{port}/{'mcp' if transport == 'streamableHttp' else 'sse'}"
     finally:
         starter.join()
         for proc in procs:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop(proc)
 
 
 def _call(*args: str) -> subprocess.CompletedProcess[str]:
@@ -97,7 +77,7 @@ def test_tools_list_over_a_remote_transport_is_recorded(served: str, transport: 
 
 
 def test_a_server_still_starting_is_reached_after_retries() -> None:
-    port = _free_port()
+    port = free_port()
     with _server("streamableHttp", port, delay=1.2) as url:
         proc = _call("-m", "ping", "--url", url, "--no-record")
     assert proc.returncode == 0, proc.stderr

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MCPTAPE, ROOT
-from tests.http_servers import free_port, served
+from tests.helpers.http_servers import free_port, served
+from tests.helpers.paths import MCPTAPE, ROOT
+
+pytestmark = pytest.mark.slow
 
 SERVER = ROOT / "tests" / "servers" / "not_mcp.py"
 

@@ -9,9 +9,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from urllib.request import HTTPRedirectHandler, Request, build_opener
 
+import pytest
+
 from mcptape.client.authpolicy import Challenge, resource_metadata_urls
 from mcptape.client.oauth import OAuthCall, authorize_url, pkce_pair
-from tests.conftest import MCPTAPE
+from tests.helpers.paths import MCPTAPE
 from tests.servers.oauth_server import _s256, running
 
 
@@ -38,6 +40,7 @@ def _approve(url: str) -> dict[str, list[str]]:
     return parse_qs(urlsplit(location).query)
 
 
+@pytest.mark.slow
 def test_discover_register_authorize_token_and_refresh_without_a_browser() -> None:
     with running() as base:
         url = f"{base}/mcp"
@@ -71,6 +74,7 @@ def test_discover_register_authorize_token_and_refresh_without_a_browser() -> No
         assert again["access_token"] != tokens["access_token"]
 
 
+@pytest.mark.slow
 def test_a_wrong_verifier_is_the_servers_error_with_exit_2() -> None:
     with running() as base:
         url = f"{base}/mcp"
@@ -85,6 +89,7 @@ def test_a_wrong_verifier_is_the_servers_error_with_exit_2() -> None:
     assert "PKCE verifier mismatch" in error["message"]
 
 
+@pytest.mark.slow
 def test_a_resource_without_metadata_says_to_name_the_authorization_server() -> None:
     with running() as base:
         proc = _call("-m", "oauth/discover", "--url", f"{base}/elsewhere", "--structured")
@@ -113,6 +118,7 @@ def _stats(base: str) -> dict[str, Any]:
     return stats
 
 
+@pytest.mark.slow
 def test_a_401_runs_the_oauth_flow_and_the_call_goes_on(tmp_path: Path) -> None:
     db = tmp_path / "rec.db"
     with running() as base:
@@ -127,6 +133,7 @@ def test_a_401_runs_the_oauth_flow_and_the_call_goes_on(tmp_path: Path) -> None:
     assert stats["tokens"] and stats["tokens"][0].encode() not in db.read_bytes()
 
 
+@pytest.mark.slow
 def test_step_up_on_403_insufficient_scope_asks_for_the_union_and_sends_again() -> None:
     with running() as base:
         proc = _call("-m", "tools/call", "--tool-name", "write", "--url", f"{base}/mcp", "--no-record")
@@ -137,6 +144,7 @@ def test_step_up_on_403_insufficient_scope_asks_for_the_union_and_sends_again() 
     assert len(stats["registrations"]) == 1  # the client is registered once per session
 
 
+@pytest.mark.slow
 def test_a_scope_never_granted_ends_after_one_step_up_with_the_403() -> None:
     with running() as base:
         proc = _call(
@@ -150,6 +158,7 @@ def test_a_scope_never_granted_ends_after_one_step_up_with_the_403() -> None:
     assert stats["authorize_scopes"] == ["mcp", "mcp mcp:admin"]
 
 
+@pytest.mark.slow
 def test_no_oauth_leaves_the_401_as_the_error() -> None:
     with running() as base:
         proc = _call("-m", "tools/list", "--url", f"{base}/mcp", "--no-record", "--no-oauth", "--structured")
@@ -160,6 +169,7 @@ def test_no_oauth_leaves_the_401_as_the_error() -> None:
     assert stats["authorize_scopes"] == [] and stats["registrations"] == []
 
 
+@pytest.mark.slow
 def test_an_authorization_server_that_wants_a_user_is_a_one_line_error_naming_the_way_out() -> None:
     with running() as base:
         proc = _call(

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import MCPTAPE
+import pytest
+
+from tests.helpers.paths import MCPTAPE
+
+pytestmark = pytest.mark.slow
 
 # A raw stdio server whose log messages, logger name and error messages carry escape
 # sequences (window title, clear screen) and a bidi override.

@@ -13,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import MCPTAPE, ROOT
+import pytest
+
+from tests.helpers.paths import MCPTAPE, ROOT
+
+pytestmark = pytest.mark.slow
 
 
 def test_a_server_that_ignores_stdin_eof_gets_sigterm_soon_and_its_cleanup_is_not_killed(

@@ -8,7 +8,9 @@ import subprocess
 
 import pytest
 
-from tests.conftest import MCPTAPE
+from tests.helpers.paths import MCPTAPE
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import click
 import pytest
 
 from mcptape.cli.main import COMMANDS, cli
-from tests.conftest import MCPTAPE, ROOT
+from tests.helpers.paths import MCPTAPE, ROOT
 
 
 def load(name: str) -> click.Command:
@@ -50,6 +50,7 @@ def test_read_commands_show_worked_examples(name: str) -> None:
     assert f"mcptape {name}" in help_text
 
 
+@pytest.mark.slow
 def test_mcptape_help_lists_every_command() -> None:
     result = subprocess.run([*MCPTAPE, "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

@@ -15,43 +15,9 @@ from click.testing import CliRunner, Result
 from mcptape.cli.main import cli
 from mcptape.store import open_store
 from mcptape.wire.frame import Frame
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import CORPUS, MCPTAPE
-
-BASE = 1_700_000_000.0
-UPSTREAM = "npx -y @modelcontextprotocol/server-everything"
-# name -> (file, started_at offset from BASE, frame count)
-SESSIONS = {
-    "everything-ts": ("everything-ts-client.jsonl", 0.0, 47),
-    "everything-py": ("everything-py-client.jsonl", 100.0, 10),
-    "py2026": ("py2026-client-server.jsonl", 200.0, 6),
-}
-
-
-def corpus_lines(file: str) -> list[str]:
-    # U+2028 is a line break to str.splitlines() but not to a JSONL reader: split on "\n" only.
-    return (CORPUS / file).read_text(encoding="utf-8").split("\n")[:-1]
-
-
-def load_corpus(db: Path, file: str, name: str, started_at: float) -> str:
-    """One corpus file as a finished session, through the store's public API."""
-    store = open_store(str(db))
-    try:
-        sid = store.create_session(mode="record", name=name, transport="stdio->stdio", upstream=UPSTREAM)
-        store.update_session(sid, started_at=started_at)
-        writer = store.writer()
-        last = 0.0
-        for seq, line in enumerate(corpus_lines(file), 1):
-            obj = json.loads(line)
-            writer.add_frame(sid, seq, Frame(obj["frame"].encode(), obj["dir"], ts=started_at + obj["t"]))
-            last = obj["t"]
-        writer.add_event(sid, "stderr", "Starting default (STDIO) server...", ts=started_at + 0.1)
-        writer.add_event(sid, "process_exit", "exit 0", data={"exit_code": 0}, ts=started_at + last + 0.05)
-        writer.close()
-        store.update_session(sid, ended_at=started_at + last + 0.05, status="ok", exit_code=0)
-        return sid
-    finally:
-        store.close()
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.corpus import BASE, SESSIONS, UPSTREAM, corpus_lines, load_corpus
+from tests.helpers.paths import MCPTAPE
 
 
 @pytest.fixture(scope="module")
@@ -311,12 +277,14 @@ def test_sql_help_all_lists_the_columns_each_view_really_has(corpus_db: Any) -> 
             assert column in help_text, f"{view}.{column} is missing from `mcptape sql --help-all`"
 
 
+@pytest.mark.slow
 def test_sql_error_is_one_line_with_sqlites_message(corpus_db: Any) -> None:
     db, _ = corpus_db
     proc = run_process("sql", "select * from nope", "--db", str(db))
     assert_one_line_error(proc, "SQL error: no such table: nope")
 
 
+@pytest.mark.slow
 def test_sql_refuses_to_write(corpus_db: Any) -> None:
     db, _ = corpus_db
     proc = run_process("sql", "delete from frames", "--db", str(db))
@@ -324,6 +292,7 @@ def test_sql_refuses_to_write(corpus_db: Any) -> None:
     assert json.loads(run(db, "sql", "select count(*) as n from frames", "--nl").output) == {"n": 63}
 
 
+@pytest.mark.slow
 def test_sql_stops_a_query_at_the_time_limit(corpus_db: Any) -> None:
     db, _ = corpus_db
     endless = "with recursive c(x) as (select 1 union all select x + 1 from c) select count(*) from c"
@@ -331,6 +300,7 @@ def test_sql_stops_a_query_at_the_time_limit(corpus_db: Any) -> None:
     assert_one_line_error(proc, "time limit of 0.3 s")
 
 
+@pytest.mark.slow
 def test_missing_database_is_a_one_line_error(tmp_path: Path) -> None:
     for command in (["sql", "select 1"], ["sessions"], ["show", "last"], ["export", "last"]):
         proc = run_process(*command, "--db", str(tmp_path / "absent.db"))
@@ -338,6 +308,7 @@ def test_missing_database_is_a_one_line_error(tmp_path: Path) -> None:
         assert not (tmp_path / "absent.db").exists()
 
 
+@pytest.mark.slow
 def test_a_file_that_is_not_a_database_is_a_one_line_error(tmp_path: Path) -> None:
     bogus = tmp_path / "notes.db"
     bogus.write_text("these are my notes, not a database\n" * 100)
@@ -345,6 +316,7 @@ def test_a_file_that_is_not_a_database_is_a_one_line_error(tmp_path: Path) -> No
         assert_one_line_error(run_process(*command, "--db", str(bogus)), "notes.db")
 
 
+@pytest.mark.slow
 def test_an_unreadable_database_is_a_one_line_error(tmp_path: Path) -> None:
     # a directory cannot be opened as a database, even by root (who can read any file)
     for command in (["sql", "select 1"], ["show", "last"]):
@@ -404,12 +376,14 @@ def test_a_name_means_the_latest_session_with_that_name(db_path: Path) -> None:
     assert run(db_path, "show", older[:10]).output.startswith(f"session {older[:12]} ")
 
 
+@pytest.mark.slow
 def test_unknown_session_is_a_one_line_error_naming_the_latest(corpus_db: Any) -> None:
     db, ids = corpus_db
     proc = run_process("show", "no-such-session", "--db", str(db))
     assert_one_line_error(proc, "no session 'no-such-session'", f"{ids['py2026'][:12]} (py2026)")
 
 
+@pytest.mark.slow
 def test_ambiguous_prefix_is_a_one_line_error_listing_candidates(db_path: Path) -> None:
     store = open_store(str(db_path))
     ids = [store.create_session(mode="record", name=f"s{i}") for i in range(17)]
@@ -445,6 +419,7 @@ def test_session_frames_stream_instead_of_loading_the_session(db_path: Path) -> 
     assert peak < 6 * (512 << 10), f"peak {peak} bytes: frames were not streamed"
 
 
+@pytest.mark.slow
 def test_commands_find_the_database_through_mcptape_db(db_path: Path, cli_env: dict[str, str]) -> None:
     load_corpus(db_path, "py2026-client-server.jsonl", "from-env", BASE)
     proc = run_process("sessions", "--nl", env=cli_env)

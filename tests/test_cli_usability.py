@@ -24,9 +24,9 @@ import pytest
 
 from mcptape.cli.hints import command_start, did_you_mean
 from mcptape.cli.output import display_width
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE, ROOT
-from tests.test_cli_read import BASE, SESSIONS, load_corpus
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.corpus import BASE, SESSIONS, load_corpus
+from tests.helpers.paths import MCPTAPE, ROOT
 
 
 def mcptape(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -46,6 +46,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- usage slips ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_mistyped_command_gets_the_nearest_one() -> None:
     proc = mcptape("recrod", "--", "true")
     assert proc.returncode == 2
@@ -54,6 +55,7 @@ def test_a_mistyped_command_gets_the_nearest_one() -> None:
     assert did_you_mean("zzz", ["sessions", "show"]) == ""
 
 
+@pytest.mark.slow
 def test_a_server_flag_without_the_double_dash_gets_the_command_line_that_works(tmp_path: Path) -> None:
     proc = mcptape(
         "record", "--name", "files", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"
@@ -78,6 +80,7 @@ def test_the_double_dash_hint_knows_which_words_are_options_and_values() -> None
     assert command_start(record, ["--", "npx", "-y"]) is None
 
 
+@pytest.mark.slow
 def test_show_refuses_full_with_json_instead_of_ignoring_it(corpus: Path) -> None:
     assert_one_line_error(
         mcptape("show", "last", "--full", "--json", "--db", str(corpus)), "--full and --json"
@@ -100,6 +103,7 @@ def test_counts_of_one_are_singular() -> None:
 # -- export -o ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_export_writes_a_private_file_and_says_1_frame(tmp_path: Path) -> None:
     db = tmp_path / "rec.db"
     from mcptape.store import open_store
@@ -122,6 +126,7 @@ def test_export_writes_a_private_file_and_says_1_frame(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
 
 
+@pytest.mark.slow
 def test_export_refuses_to_replace_a_symlink(corpus: Path, tmp_path: Path) -> None:
     target = tmp_path / "target.jsonl"
     target.write_text("keep me\n")
@@ -132,6 +137,7 @@ def test_export_refuses_to_replace_a_symlink(corpus: Path, tmp_path: Path) -> No
     assert [p.name for p in tmp_path.iterdir() if "partial" in p.name] == []
 
 
+@pytest.mark.slow
 def test_export_refuses_to_replace_a_fifo(corpus: Path, tmp_path: Path) -> None:
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
@@ -142,6 +148,7 @@ def test_export_refuses_to_replace_a_fifo(corpus: Path, tmp_path: Path) -> None:
 # -- Ctrl-C ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_the_demo_exits_130_without_aborted(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [*MCPTAPE, "demo", "--db", str(tmp_path / "tour.db")],
@@ -197,12 +204,14 @@ def run_in_terminal(args: list[str], columns: int = 80, rows: int = 40) -> str:
 
 
 @pytest.mark.parametrize("command", [["sessions"], ["show", "everything-ts"], ["show", "everything-py"]])
+@pytest.mark.slow
 def test_sessions_and_show_fit_a_real_80_column_terminal(corpus: Path, command: list[str]) -> None:
     output = run_in_terminal([*command, "--db", str(corpus)])
     lines = output.splitlines()
     assert len(lines) > 3 and max(len(line) for line in lines) <= 80, output
 
 
+@pytest.mark.slow
 def test_show_keeps_the_summary_readable_at_80_columns(corpus: Path) -> None:
     lines = mcptape("show", "everything-ts", "--db", str(corpus), env={"COLUMNS": "80"}).stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
@@ -213,6 +222,7 @@ def test_show_keeps_the_summary_readable_at_80_columns(corpus: Path) -> None:
     assert cut and all(display_width(line) == 80 and line[40] == " " and line[41] != " " for line in cut), cut
 
 
+@pytest.mark.slow
 def test_sessions_at_80_columns_keeps_ids_names_and_status_whole(corpus: Path) -> None:
     lines = mcptape("sessions", "--db", str(corpus), env={"COLUMNS": "80"}).stdout.splitlines()
     assert max(len(line) for line in lines) <= 80

@@ -12,7 +12,7 @@ from mcptape.client.errors import ApplicationError
 from mcptape.client.handlers import decline, request_with_input, rules_handler
 from mcptape.client.session import CallSession, SessionOptions, Target
 from mcptape.rules.rules import Rules
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
 
 PAGED = [sys.executable, str(ROOT / "tests" / "servers" / "paged.py")]
 ASK_NAME = [sys.executable, str(ROOT / "tests" / "servers" / "ask_name.py")]
@@ -42,6 +42,7 @@ def _call(argv: list[str], rules: Rules, version: str | None, tool: str, argumen
     return result, requests, warnings
 
 
+@pytest.mark.slow
 def test_without_rules_every_server_request_is_declined_captured_and_warned() -> None:
     result, requests, warnings = _call(PAGED, Rules(), "2025-11-25", "ask", {})
     text = result["content"][0]["text"]
@@ -56,6 +57,7 @@ def test_without_rules_every_server_request_is_declined_captured_and_warned() ->
     assert len(warnings) == 3 and "--handle-sampling" in warnings[1]
 
 
+@pytest.mark.slow
 def test_rules_answer_roots_sampling_and_elicitation() -> None:
     rules = Rules.from_options(handle_sampling="auto", handle_elicitation="auto", roots=["/tmp=tmp"])
     result, requests, warnings = _call(PAGED, rules, "2025-11-25", "ask", {})
@@ -67,6 +69,7 @@ def test_rules_answer_roots_sampling_and_elicitation() -> None:
 
 
 @pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+@pytest.mark.slow
 def test_an_elicitation_rule_answers_in_both_eras(version: str) -> None:
     rules = Rules.from_options(handle_elicitation='{"action": "accept", "content": {"name": "Ada"}}')
     result, requests, _ = _call(ASK_NAME, rules, version, "greet", {"greeting": "Hello"})
@@ -74,6 +77,7 @@ def test_an_elicitation_rule_answers_in_both_eras(version: str) -> None:
     assert requests[0]["method"] == "elicitation/create" and requests[0]["answeredBy"] == "rule"
 
 
+@pytest.mark.slow
 def test_a_declined_2026_input_request_reaches_the_server_as_a_decline() -> None:
     rules = Rules.from_options(handle_elicitation="decline")
     result, requests, _ = _call(ASK_NAME, rules, "2026-07-28", "greet", {"greeting": "Hello"})

@@ -11,7 +11,9 @@ import pytest
 
 from mcptape.client.errors import ConnectError
 from mcptape.client.session import CallSession, SessionOptions, Target
-from tests.conftest import ROOT, everything_server_cmd
+from tests.helpers.paths import ROOT, everything_server_cmd
+
+pytestmark = pytest.mark.slow
 
 PAGED = [sys.executable, str(ROOT / "tests" / "servers" / "paged.py")]
 
@@ -113,6 +115,7 @@ def send(self, frame):
     return original(self, frame)
 LoopProcessLink.send = send
 from mcptape.cli.main import main
+
 main(sys.argv[1:])
 """
 

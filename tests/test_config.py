@@ -20,7 +20,7 @@ from mcptape.config.registry import (
     read_registry,
     resolve_upstream,
 )
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
 
 CONFIGS = ROOT / "tests" / "data" / "configs"
 CLAUDE = CONFIGS / "claude_desktop_config.json"
@@ -155,12 +155,13 @@ def test_without_config_the_desktop_clients_config_is_read(tmp_path: Path) -> No
         resolve_upstream("files", default_config=path)
 
 
+@pytest.mark.slow
 def test_record_upstream_without_config_uses_the_desktop_clients_config(tmp_path: Path) -> None:
     import os
     import subprocess
 
-    from tests.conftest import MCPTAPE
-    from tests.recording import RAW_ECHO
+    from tests.helpers.paths import MCPTAPE
+    from tests.helpers.recording import RAW_ECHO
 
     claude = tmp_path / "xdg" / "Claude"
     claude.mkdir(parents=True)
@@ -272,14 +273,15 @@ def test_servers_lists_a_malformed_entry_as_invalid_with_its_reason(tmp_path: Pa
         ("ws://h/mcp", "is not an http:// or https:// URL"),
     ],
 )
+@pytest.mark.slow
 def test_a_url_that_cannot_name_a_server_is_a_one_line_error_everywhere(
     url: str, complaint: str, tmp_path: Path
 ) -> None:
     import subprocess
 
     from mcptape.config.registry import url_problem
-    from tests.cli_errors import assert_one_line_error
-    from tests.conftest import MCPTAPE
+    from tests.helpers.cli_errors import assert_one_line_error
+    from tests.helpers.paths import MCPTAPE
 
     assert complaint in (url_problem(url) or "")
     assert url_problem("https://mcp.example.com:8443/mcp?x=1") is None

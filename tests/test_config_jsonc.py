@@ -11,8 +11,8 @@ import pytest
 
 from mcptape.config.edit import wrap_command
 from mcptape.wire.jsontext import blank_jsonc, loads_jsonc, object_members, skip_value
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.paths import MCPTAPE
 
 MCP_JSON = """{
   // Servers for this workspace. "quotes" and [brackets] in comments are not JSON.
@@ -64,6 +64,7 @@ def _mcptape(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*MCPTAPE, *args], capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow
 def test_servers_lists_the_entries_of_a_commented_mcp_json(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     config.write_text(MCP_JSON)
@@ -74,6 +75,7 @@ def test_servers_lists_the_entries_of_a_commented_mcp_json(tmp_path: Path) -> No
     assert rows["bare"]["target"] == "cat"
 
 
+@pytest.mark.slow
 def test_wrap_keeps_the_comments_and_unwrap_gives_back_the_bytes(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     config.write_text(MCP_JSON)
@@ -100,6 +102,7 @@ def test_wrap_keeps_the_comments_and_unwrap_gives_back_the_bytes(tmp_path: Path)
     assert config.read_text() == MCP_JSON
 
 
+@pytest.mark.slow
 def test_a_commented_file_that_is_still_broken_is_a_one_line_error_with_its_position(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     config.write_text('{\n  // c\n  "servers": {"a": {"command": "cat"}} "x"\n}')
@@ -107,6 +110,7 @@ def test_a_commented_file_that_is_still_broken_is_a_one_line_error_with_its_posi
         assert_one_line_error(_mcptape(*args), f"{config}:3:40: invalid JSON")
 
 
+@pytest.mark.slow
 def test_a_config_that_is_not_utf8_is_a_one_line_error_saying_so(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     config.write_bytes(b'{"mcpServers": {"a": {"command": "caf\xe9"}}}')
@@ -120,6 +124,7 @@ def test_a_config_that_is_not_utf8_is_a_one_line_error_saying_so(tmp_path: Path)
 @pytest.mark.parametrize(
     "command", [("servers", "--config"), ("record", "--upstream", "x", "--config"), ("wrap",)]
 )
+@pytest.mark.slow
 def test_a_config_path_that_is_a_directory_is_a_one_line_error(
     tmp_path: Path, command: tuple[str, ...]
 ) -> None:

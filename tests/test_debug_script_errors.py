@@ -16,22 +16,21 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import MCPTAPE
-from tests.test_debug_script import (
+from tests.helpers.debug_script import (
     DATA,
     SERVER_ARGS,
     args,
     call,
     error,
     hits,
-    node,
     results,
     server,
     text_of,
     wait_until_gone,
 )
+from tests.helpers.paths import MCPTAPE
 
-__all__ = ["node"]  # the autouse fixture that fails these tests when node is missing
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("node")]
 
 
 def test_expression_that_never_returns_is_reported_at_its_hit_not_as_a_missed_breakpoint() -> None:

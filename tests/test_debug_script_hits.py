@@ -9,24 +9,24 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
 from mcp import Client
 
 from mcptape.servers.debug_script.errors import PROCESS_EXITED
-from tests.conftest import ROOT
-from tests.test_debug_script import (
+from tests.helpers.debug_script import (
     DATA,
     SERVER_ARGS,
     args,
     call,
     error,
     hits,
-    node,
     results,
     text_of,
     with_client,
 )
+from tests.helpers.paths import ROOT
 
-__all__ = ["node"]  # the autouse fixture that fails these tests when node is missing
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("node")]
 
 TSX_LOADER = ROOT / "tests" / "npm" / "node_modules" / "tsx" / "dist" / "loader.mjs"
 

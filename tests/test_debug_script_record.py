@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -12,7 +11,9 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
+
+pytestmark = pytest.mark.slow
 
 DATA = ROOT / "tests" / "data" / "debug_script"
 
@@ -27,11 +28,9 @@ UPSTREAMS = {
 
 
 @pytest.mark.parametrize("upstream", list(UPSTREAMS))
-def test_recorded_debug_script_call_appears_in_the_tool_calls_view(db_path: Path, upstream: str) -> None:
-    if shutil.which("node") is None:
-        pytest.fail(
-            "node is not on PATH: this test runs a real Node.js script; install Node.js 18+ (.ci/run does)."
-        )
+def test_recorded_debug_script_call_appears_in_the_tool_calls_view(
+    db_path: Path, upstream: str, node: str
+) -> None:
     command = [
         sys.executable,
         "-m",

@@ -33,7 +33,7 @@ from mcptape.servers.debug_script.sourcemap import (
 )
 from mcptape.servers.debug_script.target import BreakpointTarget, url_regex
 from mcptape.servers.debug_script.transport import LONE_SURROGATE_KEY, answerable_line
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
 
 TS = ROOT / "tests" / "data" / "debug_script" / "ts"
 
@@ -155,10 +155,8 @@ def test_url_regex_matches_the_path_and_the_file_url_and_nothing_else() -> None:
     assert not pattern.match("/w/a_b/é(1).js")
 
 
-def test_url_regex_is_valid_javascript() -> None:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("node is not on PATH: install Node.js 18+ (.ci/run does).")
+@pytest.mark.slow
+def test_url_regex_is_valid_javascript(node: str) -> None:
     pattern = url_regex({"/w/a b/x.js"})
     script = f"const r = new RegExp({json.dumps(pattern)}); console.log([r.test('file:///w/a%20b/x.js'), r.test('/w/a b/x.js'), r.test('/w/x.js')].join())"
     out = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=30, check=True).stdout

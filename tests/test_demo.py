@@ -16,7 +16,7 @@ from mcp.client.stdio import stdio_client
 from mcp_types import LoggingMessageNotificationParams
 
 from mcptape.servers import demo
-from tests.conftest import MCPTAPE
+from tests.helpers.paths import MCPTAPE
 
 T = TypeVar("T")
 # The demo server uses logging, deprecated from protocol 2026-07-28 on, on purpose.
@@ -168,6 +168,7 @@ def test_review_prompt_takes_code_and_language() -> None:
     )
 
 
+@pytest.mark.slow
 def test_demo_server_runs_as_a_module_over_stdio_with_a_quiet_stderr(tmp_path: Path) -> None:
     errors = tmp_path / "stderr.txt"
 
@@ -186,6 +187,7 @@ def test_demo_server_runs_as_a_module_over_stdio_with_a_quiet_stderr(tmp_path: P
     assert errors.read_text() == ""
 
 
+@pytest.mark.slow
 def test_demo_server_speaks_the_2026_protocol_too() -> None:
     async def main() -> Any:
         async with Client(DEMO_SERVER, mode="auto", log_level="info") as client:
@@ -196,6 +198,7 @@ def test_demo_server_speaks_the_2026_protocol_too() -> None:
     assert result.structured_content == {"result": 2}
 
 
+@pytest.mark.slow
 def test_demo_command_records_a_session_named_demo_with_its_tool_calls(tmp_path: Path) -> None:
     db = tmp_path / "tour.db"
     result = subprocess.run(
@@ -215,6 +218,7 @@ def test_demo_command_records_a_session_named_demo_with_its_tool_calls(tmp_path:
     assert any('"fail"' in text for (text,) in calls)
 
 
+@pytest.mark.slow
 def test_demo_command_fails_in_one_line_when_the_session_cannot_run(tmp_path: Path) -> None:
     # A directory cannot be a database: the recorder refuses it and the tour must say it failed.
     result = subprocess.run(

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE, ROOT
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.paths import MCPTAPE, ROOT
+
+pytestmark = pytest.mark.slow
 
 VERSIONED = [sys.executable, str(ROOT / "tests" / "servers" / "versioned.py")]
 

@@ -9,8 +9,9 @@ import pytest
 from mcptape.wire.frame import Frame, classify, classify_batch, encode_id, id_key
 from mcptape.wire.handshake import client_hello, server_hello
 from mcptape.wire.jsonrpc import error_response
-from tests.conftest import CORPUS, ROOT
-from tests.recording import RAW_ECHO, Recording, frame_bytes, query
+from tests.helpers.db import query
+from tests.helpers.paths import CORPUS, ROOT
+from tests.helpers.recording import RAW_ECHO, Recording, frame_bytes
 
 
 @pytest.mark.parametrize(
@@ -296,6 +297,7 @@ def test_id_key_never_raises(junk: str) -> None:
     assert isinstance(id_key(junk), str)
 
 
+@pytest.mark.slow
 def test_a_deeply_nested_line_is_forwarded_and_recorded_as_malformed_and_the_session_goes_on(
     db_path: Path,
 ) -> None:
@@ -334,6 +336,7 @@ def test_ids_are_found_where_strings_only_pretend_to_hold_them(line: bytes, id_t
     assert classify(line)[0].rpc_id == id_text
 
 
+@pytest.mark.slow
 def test_requests_left_pending_by_a_dead_server_get_errors_with_their_exact_ids(db_path: Path) -> None:
     ids = [b"18446744073709551616", b"18446744073709551617"]
     rec = Recording(db_path, [*RAW_ECHO, "--crash-on", "crash-now"])
@@ -353,6 +356,7 @@ def test_requests_left_pending_by_a_dead_server_get_errors_with_their_exact_ids(
     assert all(b'"error":' in (a or b"") for a in answers)
 
 
+@pytest.mark.slow
 def test_requests_of_a_batch_left_pending_get_one_batch_answer_with_their_exact_ids(db_path: Path) -> None:
     batch = (
         b'[{"jsonrpc":"2.0","id":18446744073709551616,"method":"tools/list"},'

@@ -20,12 +20,15 @@ import pytest
 from mcp import StdioServerParameters
 from mcp.client.sse import sse_client
 
-from tests.conftest import everything_server_cmd
-from tests.gateway_proc import GatewayProcess
-from tests.http_servers import everything_http
-from tests.test_parity import run_everything_scenario
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.http_servers import everything_http
+from tests.helpers.paths import everything_server_cmd
+from tests.helpers.scenarios import run_everything_scenario
 
-pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 @contextlib.contextmanager

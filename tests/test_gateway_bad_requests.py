@@ -4,28 +4,31 @@ A stdio upstream behind the gateway cannot answer at the HTTP level, so the gate
 what a streamable HTTP server does: 400 with a JSON-RPC error (-32700 for a body that is no
 JSON, -32600 for JSON that is no message). Without a session id nothing is started for
 such a body; inside a session it is recorded and passed on like every frame.
+
+The gateway runs in process (:class:`tests.helpers.inprocess.GatewayThread`: the same app,
+guard and sessions as `mcptape proxy`, on a loopback port) in front of the demo server
+run by the mcp SDK on the gateway's loop: these are HTTP answers, whatever the upstream.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.gateway_proc import GatewayProcess
-from tests.recording import query
-from tests.test_gateway_security import INIT, request
+from mcptape.gateway.app import GatewayConfig
+from tests.helpers.db import query
+from tests.helpers.gateway_http import INIT, request
+from tests.helpers.inprocess import GatewayThread, demo_server
 
-DEMO = {"demo": {"command": sys.executable, "args": ["-m", "mcptape.servers.demo"]}}
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 @pytest.fixture
 def gateway(tmp_path: Path) -> Any:
-    g = GatewayProcess(tmp_path / "g.db", DEMO, "--no-auth", tmp=tmp_path)
+    g = GatewayThread(GatewayConfig(registry={}, db=str(tmp_path / "g.db")), {"demo": demo_server})
     yield g
     g.stop()
 
@@ -49,11 +52,12 @@ def _error(body: bytes) -> tuple[Any, int]:
     ],
 )
 def test_a_body_that_is_no_message_is_400_and_starts_no_server(
-    gateway: GatewayProcess, tmp_path: Path, body: bytes, code: int
+    gateway: GatewayThread, tmp_path: Path, body: bytes, code: int
 ) -> None:
     status, _, data = request(gateway.base, "POST", "/servers/demo/mcp", ACCEPT, body)
     assert status == 400
     assert _error(data) == (None, code)
+    assert gateway.upstreams.opened == []
     gateway.stop()
     db = tmp_path / "g.db"
     # The store opens with the first session: no file at all means none was started.
@@ -61,7 +65,7 @@ def test_a_body_that_is_no_message_is_400_and_starts_no_server(
 
 
 def test_inside_a_session_a_bad_body_is_400_recorded_and_the_session_goes_on(
-    gateway: GatewayProcess, tmp_path: Path
+    gateway: GatewayThread, tmp_path: Path
 ) -> None:
     status, headers, _ = request(gateway.base, "POST", "/servers/demo/mcp", ACCEPT, INIT)
     assert status == 200
@@ -76,19 +80,19 @@ def test_inside_a_session_a_bad_body_is_400_recorded_and_the_session_goes_on(
     assert ("malformed", "{oops") in rows
 
 
-def test_a_method_no_route_takes_is_405_naming_the_allowed_ones(gateway: GatewayProcess) -> None:
+def test_a_method_no_route_takes_is_405_naming_the_allowed_ones(gateway: GatewayThread) -> None:
     status, headers, data = request(gateway.base, "PATCH", "/servers/demo/mcp", ACCEPT, b"{}")
     assert status == 405
     assert set(headers["allow"].split(", ")) >= {"GET", "POST", "DELETE"}
     assert b"PATCH is not allowed" in data
 
 
-def test_a_path_nothing_serves_is_404(gateway: GatewayProcess) -> None:
+def test_a_path_nothing_serves_is_404(gateway: GatewayThread) -> None:
     status, _, data = request(gateway.base, "GET", "/nothing/here", ACCEPT)
     assert status == 404 and b"nothing is served at" in data
 
 
-def test_a_legacy_sse_message_that_is_no_json_is_400(gateway: GatewayProcess) -> None:
+def test_a_legacy_sse_message_that_is_no_json_is_400(gateway: GatewayThread) -> None:
     import asyncio
 
     import aiohttp
@@ -153,7 +157,7 @@ def _init(version: str) -> bytes:
 
 
 def test_a_2025_11_25_client_gets_a_priming_event_it_can_resume_from_and_older_ones_do_not(
-    gateway: GatewayProcess,
+    gateway: GatewayThread,
 ) -> None:
     # SEP-1699: an id and empty data first, so a stream lost before the answer can be resumed.
     status, headers, data = _post_whole(gateway.base, ACCEPT, _init("2025-11-25"))

@@ -15,12 +15,15 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.conftest import NPM_DIR, everything_server_cmd
-from tests.gateway_proc import GatewayProcess
-from tests.http_servers import everything_http
+import pytest
 
-NODE22 = NPM_DIR / "node_modules" / "node" / "bin" / "node"
-SUITE = NPM_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.http_servers import everything_http
+from tests.helpers.paths import CONFORMANCE_SUITE as SUITE
+from tests.helpers.paths import NODE22, everything_server_cmd
+
+pytestmark = pytest.mark.slow
+
 OWN_PROTECTION = {("server-dns-rebinding-protection", "localhost-host-rebinding-rejected")}
 
 

@@ -27,9 +27,12 @@ import anyio
 import pytest
 from mcp import Client, types
 
-from tests.gateway_proc import GatewayProcess
-from tests.http_servers import free_port, served
-from tests.test_gateway_conformance import NODE22, SUITE
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.http_servers import free_port, served
+from tests.helpers.paths import CONFORMANCE_SUITE as SUITE
+from tests.helpers.paths import NODE22
+
+pytestmark = pytest.mark.slow
 
 FIXTURE = Path(__file__).resolve().parent / "servers" / "conformance_fixture.py"
 

@@ -4,7 +4,6 @@ requests aiohttp cannot parse, and a session that asks for many large answers.""
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
 import re
 import socket
@@ -14,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from mcptape.proxy.http.downstream import KEEP_CLOSED_BYTES
-from tests.gateway_proc import GatewayProcess
-from tests.test_gateway_security import INIT, request
+from tests.helpers.gateway_http import BIG, INIT, fetch, request
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.inprocess import running_gateway
 
 TOKEN = "hostile-tests-token"
-BIG = Path(__file__).parent / "servers" / "big_answers.py"
 
 
 def raw_exchange(base: str, data: bytes) -> bytes:
@@ -32,21 +31,6 @@ def raw_exchange(base: str, data: bytes) -> bytes:
     return out
 
 
-def fetch(
-    base: str, method: str, headers: dict[str, str], body: bytes | None = None
-) -> tuple[int, str, bytes]:
-    """A whole response (status, session id, body) from ``/servers/big/mcp``."""
-    conn = http.client.HTTPConnection(*base.removeprefix("http://").rsplit(":", 1), timeout=60)
-    try:
-        conn.request(
-            method, "/servers/big/mcp", body=body, headers={"Content-Type": "application/json", **headers}
-        )
-        response = conn.getresponse()
-        return response.status, response.getheader("Mcp-Session-Id") or "", response.read()
-    finally:
-        conn.close()
-
-
 def post_head(base: str, extra: bytes, length: int) -> bytes:
     host = base.removeprefix("http://").encode()
     return (
@@ -57,6 +41,7 @@ def post_head(base: str, extra: bytes, length: int) -> bytes:
     )
 
 
+@pytest.mark.slow
 def test_a_token_that_is_no_utf8_is_401_and_unparsable_requests_log_one_line(tmp_path: Path) -> None:
     env = {"MCPTAPE_PROXY_TOKEN": TOKEN}
     gateway = GatewayProcess(tmp_path / "g.db", None, env=env, tmp=tmp_path)
@@ -86,6 +71,7 @@ def test_a_token_that_is_no_utf8_is_401_and_unparsable_requests_log_one_line(tmp
     assert gateway.stderr.count("mcptape: bad HTTP request (400): ") == 3, gateway.stderr
 
 
+@pytest.mark.slow
 def test_closed_response_streams_keep_a_bounded_number_of_bytes_for_resumption(tmp_path: Path) -> None:
     size = 2 << 20
     calls = KEEP_CLOSED_BYTES // size + 4
@@ -118,6 +104,7 @@ def test_closed_response_streams_keep_a_bounded_number_of_bytes_for_resumption(t
         gateway.stop()
 
 
+@pytest.mark.slow
 def test_sessions_past_max_sessions_get_a_503_saying_so_until_one_ends(tmp_path: Path) -> None:
     config = {"big": {"command": sys.executable, "args": [str(BIG), "--size", "10"]}}
     gateway = GatewayProcess(tmp_path / "g.db", config, "--no-auth", "--max-sessions", "2", tmp=tmp_path)
@@ -148,6 +135,7 @@ def test_sessions_past_max_sessions_get_a_503_saying_so_until_one_ends(tmp_path:
     assert "Traceback" not in gateway.stderr
 
 
+@pytest.mark.slow
 def test_a_remote_entry_whose_header_has_a_line_break_is_a_502_naming_it(tmp_path: Path) -> None:
     config = {"r": {"url": "http://127.0.0.1:9/mcp", "headers": {"X-A": "v\r\nInjected: 1"}}}
     gateway = GatewayProcess(tmp_path / "g.db", config, "--no-auth", tmp=tmp_path)
@@ -162,20 +150,16 @@ def test_a_remote_entry_whose_header_has_a_line_break_is_a_502_naming_it(tmp_pat
 
 
 def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    from aiohttp import web
-
     from mcptape.gateway import listener
-    from mcptape.gateway.app import Gateway, GatewayConfig
+    from mcptape.gateway.app import GatewayConfig
 
     monkeypatch.setattr(listener, "CONNECTION_IDLE_S", 0.5)
 
     async def main() -> tuple[bool, bool]:
-        gateway = Gateway(GatewayConfig(registry={}))
-        runner = listener.make_runner(gateway)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        async with running_gateway(GatewayConfig(registry={})) as running:
+            return await cut_off(running.port)
+
+    async def cut_off(port: int) -> tuple[bool, bool]:
         slow_reader, slow = await asyncio.open_connection("127.0.0.1", port)
         idle_reader, idle = await asyncio.open_connection("127.0.0.1", port)
         head = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: ".encode() + b"a" * 1000
@@ -195,7 +179,6 @@ def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(monkeypatch: p
         idle_cut = await asyncio.wait_for(idle_reader.read(100), 10) == b""
         slow.close()
         idle.close()
-        await runner.cleanup()
         return cut, idle_cut
 
     cut, idle_cut = asyncio.run(main())
@@ -205,24 +188,19 @@ def test_a_client_sending_its_headers_a_byte_at_a_time_is_cut_off(monkeypatch: p
 def test_a_body_that_stops_arriving_is_a_408_not_a_handler_held_forever(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from aiohttp import web
 
     from mcptape.config.registry import UpstreamSpec
-    from mcptape.gateway import listener
-    from mcptape.gateway.app import Gateway, GatewayConfig
+    from mcptape.gateway.app import GatewayConfig
     from mcptape.proxy.http import bodies
 
     monkeypatch.setattr(bodies, "BODY_IDLE_S", 0.5)
 
     async def main() -> bytes:
         spec = UpstreamSpec(name="big", transport="stdio", command=[sys.executable, str(BIG)])
-        gateway = Gateway(GatewayConfig(registry={"big": spec}, token=None))
-        runner = listener.make_runner(gateway)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        gateway.bound(port)
+        async with running_gateway(GatewayConfig(registry={"big": spec}, token=None)) as running:
+            return await stalled(running.port)
+
+    async def stalled(port: int) -> bytes:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(
             post_head(f"http://127.0.0.1:{port}", b"", len(INIT)).replace(b"demo", b"big") + INIT[:10]
@@ -235,7 +213,6 @@ def test_a_body_that_stops_arriving_is_a_408_not_a_handler_held_forever(
                 break
             answer += chunk
         writer.close()
-        await runner.cleanup()
         return answer
 
     answer = asyncio.run(main())

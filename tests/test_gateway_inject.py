@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client, types
 
-from tests.conftest import ROOT
-from tests.gateway_proc import GatewayProcess
-from tests.http_servers import everything_http
+from tests.helpers.db import query
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.http_servers import everything_http
+from tests.helpers.paths import ROOT
 
-pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 TRIPS = {"trips": {"command": sys.executable, "args": [str(ROOT / "tests" / "servers" / "trip_planner.py")]}}
 SAMPLE = {
@@ -46,14 +48,6 @@ def text_of(result: types.CallToolResult) -> str:
     return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_the_gateway_answers_a_stdio_servers_requests_from_the_injection_flags(
     mode: str, tmp_path: Path
@@ -72,7 +66,7 @@ def test_the_gateway_answers_a_stdio_servers_requests_from_the_injection_flags(
         assert g.stop() == 0, g.stderr
     assert (version == "2026-07-28") == (mode == "auto")
     assert text == "Ada goes to Oslo: canned by mcptape [tape-model] roots=file:///trips"
-    answered = {m: by for m, by in rows(db, "select method, answered_by from server_requests")}
+    answered = {m: by for m, by in query(db, "select method, answered_by from server_requests")}
     assert answered == {
         "elicitation/create": "proxy",
         "roots/list": "proxy",
@@ -104,7 +98,7 @@ def test_with_injection_rules_an_http_upstream_is_relayed_and_its_sampling_answe
         finally:
             assert g.stop() == 0, g.stderr
     assert "canned by mcptape" in text
-    assert rows(db, "select distinct transport from sessions") == [("http->http",)]
-    assert rows(db, "select method, answered_by from server_requests where method != 'ping'") == [
+    assert query(db, "select distinct transport from sessions") == [("http->http",)]
+    assert query(db, "select method, answered_by from server_requests where method != 'ping'") == [
         ("sampling/createMessage", "proxy")
     ]

@@ -13,10 +13,14 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.conftest import MCPTAPE
-from tests.gateway_proc import GatewayProcess
-from tests.recording import INITIALIZE as INIT
-from tests.test_gateway_hostile_http import BIG, fetch
+import pytest
+
+from tests.helpers.gateway_http import BIG, fetch
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.recording import INITIALIZE as INIT
+
+pytestmark = pytest.mark.slow
 
 
 def test_sigkill_mid_burst_leaves_a_consistent_database_and_lost_sessions(tmp_path: Path) -> None:

@@ -13,8 +13,9 @@ import pytest
 from aiohttp import web
 
 from mcptape.config.registry import UpstreamSpec
-from mcptape.gateway import listener, passthrough
-from mcptape.gateway.app import Gateway, GatewayConfig
+from mcptape.gateway import passthrough
+from mcptape.gateway.app import GatewayConfig
+from tests.helpers.inprocess import running_gateway
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}
 
@@ -48,14 +49,12 @@ def test_an_answer_past_the_copy_bound_is_forwarded_whole_and_recorded_as_not_re
         upstream, up_port = await _serve(upstream_app)
         spec = UpstreamSpec(name="r", transport="http", url=f"http://127.0.0.1:{up_port}/mcp")
         config = GatewayConfig(registry={"r": spec}, db=str(db))
-        gateway = Gateway(config)
-        runner = listener.make_runner(gateway)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        gateway.bound(port)
-        await gateway.start()
+        async with running_gateway(config) as running:
+            sizes = await ask(running.port)
+        await upstream.cleanup()
+        return sizes
+
+    async def ask(port: int) -> list[int]:
         sizes = []
         headers = {"Accept": "application/json, text/event-stream"}
         async with aiohttp.ClientSession() as http:
@@ -68,9 +67,6 @@ def test_an_answer_past_the_copy_bound_is_forwarded_whole_and_recorded_as_not_re
                     answer = await response.json()
                     sizes.append(len(answer["result"]["t"]))
                     headers["Mcp-Session-Id"] = response.headers["Mcp-Session-Id"]
-        await gateway.shutdown("test")
-        await runner.cleanup()
-        await upstream.cleanup()
         return sizes
 
     assert asyncio.run(main()) == [5, 300_000]

@@ -20,9 +20,9 @@ import pytest
 from aiohttp import web
 
 from mcptape.gateway.passthrough import metadata_url, rewrite_resource, rewrite_www_authenticate
-from tests.gateway_proc import GatewayProcess
-from tests.http_servers import everything_http
-from tests.test_gateway_security import INIT, request
+from tests.helpers.gateway_http import INIT, request
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.http_servers import everything_http
 
 GOOD = "Bearer upstream-oauth-token"
 
@@ -91,6 +91,7 @@ def oauth_upstream() -> Iterator[tuple[str, list[dict[str, str]]]]:
     thread.join(10)
 
 
+@pytest.mark.slow
 def test_oauth_401_metadata_and_the_clients_authorization_pass_through(
     oauth_upstream: tuple[str, list[dict[str, str]]], tmp_path: Path
 ) -> None:
@@ -153,6 +154,7 @@ def urlsplit_netloc(url: str) -> str:
     return urlsplit(url).netloc
 
 
+@pytest.mark.slow
 def test_session_ids_and_an_expired_session_404_pass_through_unchanged(tmp_path: Path) -> None:
     with everything_http("streamableHttp") as url:
         g = GatewayProcess(tmp_path / "g.db", {"ev": {"url": url, "type": "http"}}, "--no-auth", tmp=tmp_path)

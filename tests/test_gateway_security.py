@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import sqlite3
@@ -11,63 +10,29 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 import pytest
 from mcp import Client
 
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE
-from tests.gateway_proc import GatewayProcess
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.gateway_http import DEMO_SERVERS, INIT, request
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.paths import MCPTAPE
 
-pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-
-DEMO = {"demo": {"command": sys.executable, "args": ["-m", "mcptape.servers.demo"]}}
-INIT = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-).encode()
-
-
-def request(
-    base: str, method: str, path: str, headers: dict[str, str] | None = None, body: bytes | None = None
-) -> tuple[int, dict[str, str], bytes]:
-    parts = urlsplit(base)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=20)
-    try:
-        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-        headers = {"Host": parts.netloc, **(headers or {})}
-        if body is not None:
-            headers.setdefault("Content-Type", "application/json")
-            headers["Content-Length"] = str(len(body))
-        for key, value in headers.items():
-            conn.putheader(key, value)
-        conn.endheaders(body)
-        response = conn.getresponse()
-        data = (
-            response.read()
-            if response.status != 200 or "event-stream" not in (response.getheader("Content-Type") or "")
-            else response.read1(65536)
-        )
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, data
-    finally:
-        conn.close()
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 @pytest.fixture
 def gateway(tmp_path: Path) -> Any:
     token_file = tmp_path / "token"
     env = {k: v for k, v in os.environ.items() if k != "MCPTAPE_PROXY_TOKEN"}
-    g = GatewayProcess(tmp_path / "g.db", DEMO, "--token-file", str(token_file), tmp=tmp_path, env=env)
+    g = GatewayProcess(
+        tmp_path / "g.db", DEMO_SERVERS, "--token-file", str(token_file), tmp=tmp_path, env=env
+    )
     os.environ.pop("MCPTAPE_PROXY_TOKEN", None)
     yield g
     g.stop()
@@ -75,7 +40,7 @@ def gateway(tmp_path: Path) -> Any:
 
 def test_health_needs_no_token_and_says_nothing_more(gateway: GatewayProcess) -> None:
     status, _, body = request(gateway.base, "GET", "/health")
-    assert (status, json.loads(body)) == (200, {"status": "ok"})
+    assert (status, json.loads(body)["status"]) == (200, "ok")
 
 
 def test_the_generated_token_is_printed_once_and_written_for_the_user_alone(
@@ -177,7 +142,7 @@ def test_token_via_own_header_lets_the_client_authorization_through_and_secrets_
 
 
 def test_sessions_expire_when_idle_and_then_404(tmp_path: Path) -> None:
-    g = GatewayProcess(tmp_path / "g.db", DEMO, "--no-auth", "--idle-timeout", "0.5", tmp=tmp_path)
+    g = GatewayProcess(tmp_path / "g.db", DEMO_SERVERS, "--no-auth", "--idle-timeout", "0.5", tmp=tmp_path)
     try:
         status, got, _ = request(
             g.base, "POST", "/servers/demo/mcp", {"Accept": "application/json, text/event-stream"}, INIT

@@ -16,17 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import StdioServerParameters
 
 from mcptape.gateway.stateless import pick
-from tests.conftest import ROOT
-from tests.gateway_proc import GatewayProcess
-from tests.test_gateway_security import request
-from tests.test_parity import run_modern_scenario
+from tests.helpers.gateway_http import request
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.paths import ROOT
+from tests.helpers.scenarios import DEMO, direct, run_modern_scenario
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
-DEMO = [sys.executable, "-m", "mcptape.servers.demo"]
 RAW_ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "raw_echo.py")]
 
 
@@ -61,9 +59,10 @@ def closed_sessions(db: Path) -> list[tuple[Any, ...]]:
         con.close()
 
 
+@pytest.mark.slow
 def test_stateless_clients_share_one_upstream_and_its_session_closes_when_idle(tmp_path: Path) -> None:
     db = tmp_path / "g.db"
-    plain = run_modern_scenario(StdioServerParameters(command=DEMO[0], args=DEMO[1:]))
+    plain = run_modern_scenario(direct(DEMO))
     g = GatewayProcess(
         db, {"demo": {"command": DEMO[0], "args": DEMO[1:]}}, "--no-auth", "--idle-timeout", "1", tmp=tmp_path
     )
@@ -93,6 +92,7 @@ def test_stateless_clients_share_one_upstream_and_its_session_closes_when_idle(t
         con.close()
 
 
+@pytest.mark.slow
 def test_an_id_in_flight_in_every_pool_session_starts_another_upstream(tmp_path: Path) -> None:
     # raw_echo writes each request back as a server *request*: the client's stays in flight.
     db = tmp_path / "g.db"

@@ -20,8 +20,8 @@ from mcp.client.sse import sse_client
 
 from mcptape.proxy.http.downstream import HttpSessionLink
 from mcptape.wire.frame import Frame
-from tests.gateway_proc import GatewayProcess
-from tests.test_gateway_security import DEMO, INIT, request
+from tests.helpers.gateway_http import DEMO_SERVERS, INIT, request
+from tests.helpers.gateway_proc import GatewayProcess
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -69,8 +69,9 @@ def test_frames_placed_from_a_thread_carry_their_stream_and_go_out_once() -> Non
     assert get_body.count(b"data: ") == 1 and b"id: g-1\n" in get_body and LATER in get_body
 
 
+@pytest.mark.slow
 def test_a_stdio_upstreams_frames_are_recorded_with_the_streams_they_went_out_on(tmp_path: Path) -> None:
-    g = GatewayProcess(tmp_path / "g.db", DEMO, "--no-auth", tmp=tmp_path)
+    g = GatewayProcess(tmp_path / "g.db", DEMO_SERVERS, "--no-auth", tmp=tmp_path)
     try:
         accept = {"Accept": "application/json, text/event-stream"}
         status, headers, body = request(g.base, "POST", "/servers/demo/mcp", accept, INIT)

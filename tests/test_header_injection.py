@@ -18,7 +18,7 @@ from mcptape.proxy.http.headers import (
     expand_headers,
     parse_header_flag,
 )
-from tests.conftest import MCPTAPE
+from tests.helpers.paths import MCPTAPE
 
 INJECTED = "v\r\nInjected: 1"
 
@@ -41,6 +41,7 @@ def test_names_and_expanded_values_are_checked_too() -> None:
     assert expand_headers({"X-A": "${T}"}, {"T": "ok"}) == {"X-A": "ok"}
 
 
+@pytest.mark.slow
 def test_call_refuses_such_headers_at_once_in_one_line(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     config.write_text(

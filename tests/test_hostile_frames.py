@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from mcptape.wire.frame import classify
-from tests.conftest import MCPTAPE
-from tests.recording import query
+from tests.helpers.db import query
+from tests.helpers.paths import MCPTAPE
 
 DEPTH = 10_000
 DEEP_RESULT = b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"deep":' + b"[" * DEPTH + b"]" * DEPTH + b"}}"
@@ -42,6 +43,7 @@ def test_what_is_not_a_deep_object_stays_malformed() -> None:
     assert classify(b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * DEPTH + b"}")[0].kind == "malformed"
 
 
+@pytest.mark.slow
 def test_a_deep_response_answers_its_request_once_and_is_recorded_as_a_response(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     written = DEEP_NOTE + b"\n" + DEEP_RESULT + b"\n"

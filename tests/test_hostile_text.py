@@ -15,12 +15,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mcptape.cli.output import json_with_surrogates
 from mcptape.cli.sql_sandbox import sqlite_text
 from mcptape.store.rows import json_text, without_nul
 from mcptape.terminal import safe
-from tests.conftest import MCPTAPE
-from tests.recording import query
+from tests.helpers.db import query
+from tests.helpers.paths import MCPTAPE
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 LONE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a\\ud800b"}}\n'
@@ -52,6 +54,7 @@ def test_sqlite_text_gives_cesu_surrogates_back_and_other_bytes_as_bytes() -> No
     assert sqlite_text(b"\xff") == b"\xff"
 
 
+@pytest.mark.slow
 def test_a_server_command_and_name_that_are_not_utf8_are_still_recorded(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     proc = _run(
@@ -87,6 +90,7 @@ def test_a_server_command_and_name_that_are_not_utf8_are_still_recorded(tmp_path
     assert b"n\xef\xbf\xbd" in listed.stdout and b"\x1b" not in listed.stdout
 
 
+@pytest.mark.slow
 def test_a_lone_surrogate_from_the_server_leaves_every_sql_format_working(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     server = f"import sys; sys.stdout.buffer.write({LONE!r}); sys.stdout.flush(); sys.stdin.read()"
@@ -111,6 +115,7 @@ def test_a_lone_surrogate_from_the_server_leaves_every_sql_format_working(tmp_pa
         assert conn.execute("pragma integrity_check").fetchone() == ("ok",)
 
 
+@pytest.mark.slow
 def test_wrap_escapes_the_names_commands_and_comments_it_prints(tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     config.write_bytes(

@@ -13,6 +13,7 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from aiohttp import web
 
 from mcptape.proxy.http.upstream import AutoLink
@@ -111,11 +112,12 @@ def test_a_4xx_without_json_rpc_then_an_endpoint_event_is_a_legacy_server() -> N
     assert out["seen"][:3] == ["POST /mcp", "GET /mcp", "POST /messages"]
 
 
+@pytest.mark.slow
 def test_an_unreachable_auto_upstream_says_so_and_leaves_no_session_open(tmp_path: Any) -> None:
     import socket
     import subprocess
 
-    from tests.conftest import MCPTAPE
+    from tests.helpers.paths import MCPTAPE
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -12,31 +12,26 @@ import json
 import sqlite3
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import StdioServerParameters
 from mcp.client.sse import sse_client
 
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE
-from tests.http_servers import everything_http, free_port
-from tests.test_parity import run_everything_scenario
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.db import query
+from tests.helpers.http_servers import everything_http, free_port
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.scenarios import run_everything_scenario
 
-pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 def record_url(db: Path, url: str, *extra: str) -> StdioServerParameters:
     argv = [*MCPTAPE, "record", "--db", str(db), "--name", "remote", "--url", url, *extra]
     return StdioServerParameters(command=argv[0], args=argv[1:])
-
-
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.mark.parametrize(
@@ -57,15 +52,15 @@ def test_record_url_gives_the_same_results_as_a_direct_connection(
     assert recorded == plain
     assert "canned hello" in json.dumps(recorded["sampling"])
 
-    ((name, status, mode, session_transport, upstream, client_name, server_name),) = rows(
+    ((name, status, mode, session_transport, upstream, client_name, server_name),) = query(
         db_path, "select name, status, mode, transport, upstream, client_name, server_name from sessions"
     )
     # The transport actually used, also when auto chose it.
     assert (name, status, mode, session_transport) == ("remote", "closed", "record", f"stdio->{actual}")
     assert upstream == url and client_name == "mcp" and server_name == "mcp-servers/everything"
-    assert rows(db_path, "select method from exchanges where direction='c2s' and response is null") == []
+    assert query(db_path, "select method from exchanges where direction='c2s' and response is null") == []
     # distinct: the server may also ask roots/list on its own when roots change.
-    served = rows(
+    served = query(
         db_path, "select distinct method, answered_by from server_requests where method != 'ping' order by 1"
     )
     assert served == [
@@ -73,25 +68,25 @@ def test_record_url_gives_the_same_results_as_a_direct_connection(
         ("roots/list", "client"),
         ("sampling/createMessage", "client"),
     ]
-    assert rows(db_path, "select count(*) from frames where kind='malformed' or origin='proxy'") == [(0,)]
+    assert query(db_path, "select count(*) from frames where kind='malformed' or origin='proxy'") == [(0,)]
     # Every server frame says how it came over HTTP.
     streams = {
         s
-        for (s,) in rows(
+        for (s,) in query(
             db_path, "select distinct json_extract(meta, '$.stream') from frames where direction='s2c'"
         )
     }
-    events = [k for (k,) in rows(db_path, "select kind from events order by id")]
+    events = [k for (k,) in query(db_path, "select kind from events order by id")]
     if actual == "http":
         assert streams <= {"post", "get"} and "post" in streams
         statuses = {
             s
-            for (s,) in rows(
+            for (s,) in query(
                 db_path, "select distinct json_extract(meta, '$.status') from frames where direction='s2c'"
             )
         }
         assert statuses == {200}
-        sids = rows(
+        sids = query(
             db_path,
             "select distinct json_extract(meta, '$.headers.\"mcp-session-id\"') from frames where direction='s2c' and json_extract(meta, '$.stream')='post'",
         )
@@ -99,7 +94,7 @@ def test_record_url_gives_the_same_results_as_a_direct_connection(
             "the session id the server minted is in every POST response's metadata"
         )
         # ... and every client frame after the handshake says it was sent with that id.
-        sent = rows(
+        sent = query(
             db_path,
             "select json_extract(meta, '$.stream'), json_extract(meta, '$.headers.\"mcp-session-id\"') "
             "from frames where direction='c2s' and method != 'initialize'",
@@ -111,7 +106,7 @@ def test_record_url_gives_the_same_results_as_a_direct_connection(
         assert "sse_endpoint" in events
         sent_on = {
             s
-            for (s,) in rows(
+            for (s,) in query(
                 db_path, "select json_extract(meta, '$.stream') from frames where direction='c2s'"
             )
         }
@@ -140,11 +135,11 @@ def test_a_dead_url_answers_the_client_with_an_error_and_is_recorded(db_path: Pa
     reply = json.loads(proc.stdout.splitlines()[0])
     assert reply["id"] == 1 and reply["error"]["code"] == -32000
     assert "cannot reach the MCP server" in reply["error"]["message"]
-    assert rows(db_path, "select direction, origin from frames order by seq") == [
+    assert query(db_path, "select direction, origin from frames order by seq") == [
         ("c2s", "client"),
         ("s2c", "proxy"),
     ]
-    assert rows(db_path, "select count(*) from events where kind='error'") == [(1,)]
+    assert query(db_path, "select count(*) from events where kind='error'") == [(1,)]
 
 
 @pytest.mark.parametrize(
@@ -197,9 +192,9 @@ def test_record_upstream_takes_a_remote_registry_entry_with_env_headers(
         finally:
             del os.environ["MY_KEY"]
     assert out["sum"]["content"][0]["text"] == "The sum of 2 and 3.5 is 5.5."
-    assert rows(db_path, "select name, transport from sessions") == [("everything", "stdio->http")]
+    assert query(db_path, "select name, transport from sessions") == [("everything", "stdio->http")]
     # The client's frames say how they went upstream, credentials as placeholders.
-    sent = rows(
+    sent = query(
         db_path,
         "select json_extract(meta, '$.http_method'), json_extract(meta, '$.headers.authorization') "
         "from frames where direction = 'c2s'",

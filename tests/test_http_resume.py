@@ -20,9 +20,9 @@ from aiohttp import web
 
 from mcptape.proxy.http.upstream_http import HttpClientLink
 from mcptape.wire.frame import Frame
-from tests.gateway_proc import GatewayProcess
-from tests.test_gateway_security import INIT, request
-from tests.test_parity import run_modern_scenario
+from tests.helpers.gateway_http import INIT, request
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.scenarios import run_modern_scenario
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -91,6 +91,7 @@ def test_a_dropped_response_stream_is_resumed_with_last_event_id() -> None:
     assert any(kind == "http_stream_dropped" for kind, _ in events)
 
 
+@pytest.mark.slow
 def test_the_gateway_replays_a_lost_response_stream_from_its_event_store(tmp_path: Path) -> None:
     demo = {"demo": {"command": sys.executable, "args": ["-m", "mcptape.servers.demo"]}}
     g = GatewayProcess(tmp_path / "g.db", demo, "--no-auth", tmp=tmp_path)
@@ -130,6 +131,7 @@ def test_the_gateway_replays_a_lost_response_stream_from_its_event_store(tmp_pat
         g.stop()
 
 
+@pytest.mark.slow
 def test_2026_07_28_stateless_clients_work_through_the_gateway(tmp_path: Path) -> None:
     demo = [sys.executable, "-m", "mcptape.servers.demo"]
     from mcp import StdioServerParameters

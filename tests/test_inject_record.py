@@ -4,49 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters, types
+from mcp import Client, types
 
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE, ROOT, everything_server_cmd
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.db import query
+from tests.helpers.paths import MCPTAPE, everything_server_cmd
+from tests.helpers.scenarios import SAMPLE, TRIP_PLANNER, record_params, text_of
 
-pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-
-TRIP_PLANNER = [sys.executable, str(ROOT / "tests" / "servers" / "trip_planner.py")]
-SAMPLE = {
-    "role": "assistant",
-    "content": {"type": "text", "text": "canned by mcptape"},
-    "model": "tape-model",
-}
-
-
-def record_params(db: Path, server: list[str], *options: str) -> StdioServerParameters:
-    argv = [*MCPTAPE, "record", "--db", str(db), *options, "--", *server]
-    return StdioServerParameters(command=argv[0], args=argv[1:])
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 def everything() -> list[str]:
     server = everything_server_cmd()
     assert server is not None, "tests/npm is not installed: run `cd tests/npm && npm ci`"
     return server
-
-
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return "".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
 def test_sampling_and_elicitation_are_answered_by_mcptape_for_a_client_without_handlers(
@@ -89,27 +69,29 @@ def test_sampling_and_elicitation_are_answered_by_mcptape_for_a_client_without_h
     assert "It was a dark and stormy night." in elicited  # the form's default, accepted by `auto`
     assert "accept" in elicited
 
-    answered = rows(db_path, "select method, answered_by, is_error from server_requests order by request_seq")
+    answered = query(
+        db_path, "select method, answered_by, is_error from server_requests order by request_seq"
+    )
     assert answered == [
         ("sampling/createMessage", "proxy", 0),
         ("sampling/createMessage", "proxy", 0),
         ("elicitation/create", "proxy", 0),
     ]
     # The server's request is recorded as not forwarded, the answer as written by mcptape.
-    requests = rows(
+    requests = query(
         db_path,
         "select origin, json_extract(meta, '$.forwarded') from frames "
         "where direction = 's2c' and method in ('sampling/createMessage', 'elicitation/create')",
     )
     assert requests == [("server", 0)] * 3
-    answers = rows(
+    answers = query(
         db_path,
         "select text from frames where direction = 'c2s' and origin = 'proxy' and text like '%tape-model%' "
         "order by seq",
     )
     assert [json.loads(a)["result"] for (a,) in answers] == [SAMPLE, weather]
     # The handshake forwarded declares what the client did not: a proxy edit beside the original.
-    handshake = rows(
+    handshake = query(
         db_path,
         "select origin, text from frames where method = 'initialize' and kind = 'request' order by seq",
     )
@@ -162,7 +144,7 @@ def test_without_a_matching_rule_the_client_answers_as_before(db_path: Path, tmp
     sampled, listed = asyncio.run(main())
     assert "from the client" in sampled
     assert "file:///from/mcptape" in listed and "file:///client/root" not in listed
-    answered = dict(rows(db_path, "select method, answered_by from server_requests"))
+    answered = dict(query(db_path, "select method, answered_by from server_requests"))
     assert answered == {"sampling/createMessage": "client", "roots/list": "proxy"}
 
 
@@ -188,13 +170,13 @@ def test_2026_input_required_rounds_are_answered_and_retried_by_mcptape(db_path:
     assert version == "2026-07-28"
     assert text == "Ada goes to Oslo: canned by mcptape [tape-model] roots=file:///trips"
 
-    answered = rows(db_path, "select method, answered_by, style from server_requests order by method")
+    answered = query(db_path, "select method, answered_by, style from server_requests order by method")
     assert answered == [
         ("elicitation/create", "proxy", "input_required"),
         ("roots/list", "proxy", "input_required"),
         ("sampling/createMessage", "proxy", "input_required"),
     ]
-    calls = rows(
+    calls = query(
         db_path,
         "select seq, origin, rpc_id, text, json_extract(meta, '$.forwarded') from frames "
         "where (method = 'tools/call' and direction = 'c2s') or (direction = 's2c' and text like '%resultType%' "
@@ -216,7 +198,7 @@ def test_2026_input_required_rounds_are_answered_and_retried_by_mcptape(db_path:
     assert len(to_client) == 1
     # The client's frame that --declare-capabilities replaced never reached the server; the
     # views still list it, unanswered (reported to the store's owner), so it is left out here.
-    tool_calls = rows(
+    tool_calls = query(
         db_path,
         "select tool, is_error from tool_calls where request_seq not in "
         "(select json_extract(meta, '$.replaces') from frames where meta like '%replaces%')",
@@ -266,7 +248,7 @@ def test_2026_round_answered_in_part_by_mcptape_and_in_part_by_the_client(db_pat
 
     assert asyncio.run(main()) == "Bo goes to Oslo: canned by mcptape [tape-model] roots=file:///trips"
     # The questions as the server asked them (the view also lists mcptape's trimmed copy).
-    answered = rows(
+    answered = query(
         db_path,
         "select s.method, s.answered_by from server_requests as s join frames as f "
         "on f.session_id = s.session_id and f.seq = s.request_seq where f.origin = 'server' order by s.method",

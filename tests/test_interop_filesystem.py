@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import MCPTAPE, NPM_DIR
-from tests.interop import ts_steps
+from tests.helpers.interop import ts_steps
+from tests.helpers.paths import MCPTAPE, NPM_DIR
+
+pytestmark = pytest.mark.slow
 
 ENTRY = NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"
 

@@ -21,8 +21,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.conftest import everything_server_cmd
-from tests.gateway_proc import GatewayProcess
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.paths import everything_server_cmd
+
+pytestmark = pytest.mark.slow
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 

@@ -10,9 +10,13 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from tests.conftest import everything_server_cmd
-from tests.gateway_proc import GatewayProcess
-from tests.interop import ts_steps
+import pytest
+
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.interop import ts_steps
+from tests.helpers.paths import everything_server_cmd
+
+pytestmark = pytest.mark.slow
 
 # A ping after a pause: what the server sends on initialized (and its roots/list, which
 # server-everything sends a moment later) has arrived by then.

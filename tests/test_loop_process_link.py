@@ -22,6 +22,8 @@ from mcptape.proxy.links.looppipe import LoopProcessLink
 from mcptape.proxy.links.stdio import QUEUE_LIMIT
 from mcptape.wire.frame import Frame
 
+pytestmark = pytest.mark.slow
+
 ECHO = [sys.executable, "-m", "tests.servers.raw_echo"]
 
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from tests.recording import RAW_ECHO, Recording, query, wait_for_frames
+import pytest
+
+from tests.helpers.db import query
+from tests.helpers.recording import RAW_ECHO, Recording, wait_for_frames
+
+pytestmark = pytest.mark.slow
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MCPTAPE
-from tests.recording import record_one_ping
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.recording import record_one_ping
+
+pytestmark = pytest.mark.slow
 
 FULL = Path("/dev/full")
 

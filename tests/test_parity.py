@@ -19,74 +19,20 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import MCPTAPE, everything_server_cmd
+from tests.helpers.paths import everything_server_cmd
+from tests.helpers.scenarios import direct, dump, record_params, run_everything_scenario, run_modern_scenario
 
-pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-
-
-def through_record(server: list[str], db: Path, name: str) -> StdioServerParameters:
-    argv = [*MCPTAPE, "record", "--db", str(db), "--name", name, "--", *server]
-    return StdioServerParameters(command=argv[0], args=argv[1:])
-
-
-def direct(server: list[str]) -> StdioServerParameters:
-    return StdioServerParameters(command=server[0], args=server[1:])
-
-
-def dump(result: Any) -> Any:
-    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-async def _sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-    return types.CreateMessageResult(
-        role="assistant", content=types.TextContent(type="text", text="canned hello"), model="test-model"
-    )
-
-
-async def _elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-    return types.ElicitResult(action="decline")
-
-
-async def _roots(context: Any) -> types.ListRootsResult:
-    return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/project", name="project")])
-
-
-def run_everything_scenario(params: StdioServerParameters) -> dict[str, Any]:
-    async def main() -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        async with Client(
-            params,
-            mode="legacy",
-            sampling_callback=_sampling,
-            elicitation_callback=_elicitation,
-            list_roots_callback=_roots,
-        ) as client:
-            tools = await client.list_tools()
-            out["tools"] = sorted(t.name for t in tools.tools)
-            out["echo"] = dump(await client.call_tool("echo", {"message": 'héllo \u2028 ✓ "q"'}))
-            out["sum"] = dump(await client.call_tool("get-sum", {"a": 2, "b": 3.5}))
-            out["structured"] = dump(
-                await client.call_tool("get-structured-content", {"location": "Chicago"})
-            )
-            out["read"] = dump(await client.read_resource("demo://resource/static/document/architecture.md"))
-            out["prompt"] = dump(await client.get_prompt("args-prompt", {"city": "Paris", "state": "TX"}))
-            out["sampling"] = dump(
-                await client.call_tool("trigger-sampling-request", {"prompt": "say hi", "maxTokens": 10})
-            )
-            out["elicitation"] = dump(await client.call_tool("trigger-elicitation-request", {}))
-            out["roots"] = dump(await client.call_tool("get-roots-list", {}))
-            out["unknown"] = dump(await client.call_tool("no-such-tool", {}))
-            await client.send_ping()
-        return out
-
-    return anyio.run(main)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 def test_everything_server_gives_the_same_results_through_record(db_path: Path) -> None:
     server = everything_server_cmd()
     assert server is not None, "tests/npm is not installed: run scripts/test (it runs npm ci in tests/npm)"
     plain = run_everything_scenario(direct(server))
-    recorded = run_everything_scenario(through_record(server, db_path, "everything"))
+    recorded = run_everything_scenario(record_params(db_path, server, "--name", "everything"))
     assert recorded == plain
     assert "canned hello" in json.dumps(recorded["sampling"])
     assert recorded["unknown"].get("isError") is True
@@ -144,7 +90,7 @@ def run_demo_scenario(params: StdioServerParameters) -> dict[str, Any]:
 def test_demo_server_gives_the_same_results_through_record(db_path: Path) -> None:
     server = [sys.executable, "-m", "mcptape.servers.demo"]
     plain = run_demo_scenario(direct(server))
-    recorded = run_demo_scenario(through_record(server, db_path, "demo"))
+    recorded = run_demo_scenario(record_params(db_path, server, "--name", "demo"))
     assert recorded == plain
     assert recorded["logs"], "the countdown tool logs; the client must have received the notifications"
     con = sqlite3.connect(db_path)
@@ -155,23 +101,10 @@ def test_demo_server_gives_the_same_results_through_record(db_path: Path) -> Non
         con.close()
 
 
-def run_modern_scenario(params: StdioServerParameters) -> dict[str, Any]:
-    async def main() -> dict[str, Any]:
-        async with Client(params, mode="auto") as client:
-            return {
-                "version": client.protocol_version,
-                "tools": [t.name for t in (await client.list_tools()).tools],
-                "add": dump(await client.call_tool("add", {"a": 20, "b": 22})),
-                "readme": dump(await client.read_resource("demo://readme")),
-            }
-
-    return anyio.run(main)
-
-
 def test_2026_07_28_session_without_initialize_is_relayed_and_identified(db_path: Path) -> None:
     server = [sys.executable, "-m", "mcptape.servers.demo"]
     plain = run_modern_scenario(direct(server))
-    recorded = run_modern_scenario(through_record(server, db_path, "modern"))
+    recorded = run_modern_scenario(record_params(db_path, server, "--name", "modern"))
     assert recorded == plain
     assert recorded["version"] == "2026-07-28"
     con = sqlite3.connect(db_path)

@@ -23,10 +23,13 @@ import pytest
 from mcptape.migrations import runner
 from mcptape.store import Store, open_store
 from mcptape.wire.frame import Frame
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import CORPUS, MCPTAPE
-from tests.postgres import Postgres, private_server
-from tests.recording import RAW_ECHO, Recording, frame_bytes
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.corpus import corpus_lines
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.postgres import Postgres, private_server
+from tests.helpers.recording import RAW_ECHO, Recording, frame_bytes
+
+pytestmark = pytest.mark.slow
 
 T0 = 1_700_000_000.0
 CORPUS_FILE = "everything-ts-client.jsonl"
@@ -57,11 +60,6 @@ class Database:
 @pytest.fixture
 def database(postgres: Postgres) -> Database:
     return Database(postgres, postgres.create_database())
-
-
-def corpus_lines(name: str) -> list[str]:
-    # U+2028 is a line break to str.splitlines() but not to a JSONL reader: split on "\n" only.
-    return (CORPUS / name).read_text(encoding="utf-8").split("\n")[:-1]
 
 
 def load_corpus(store: Store, name: str) -> str:
@@ -99,8 +97,9 @@ def test_open_store_migrates_a_new_database_and_reopening_leaves_the_schema_alon
     assert database.query("SELECT version_num FROM alembic_version") == [(runner.HEAD_REVISION,)]
     before = set(database.query(RELATIONS))
     kinds = {name: kind for name, kind, _ in before}
-    for table in ("sessions", "frames", "events", "alembic_version"):
+    for table in ("sessions", "events", "alembic_version", "replicas", "frames_default"):
         assert kinds[table] == "r"
+    assert kinds["frames"] == "p"  # partitioned by day since revision 0006
     for view in ("exchanges", "tool_calls", "log_messages", "server_requests"):
         assert kinds[view] == "v"
     stamp = database.query("SELECT xmin::text FROM alembic_version")
@@ -181,13 +180,13 @@ def test_a_bad_row_costs_only_itself_and_the_rest_of_its_batch_is_written(databa
         writer = store.writer()
         writer.add_frame(session_id, 1, ping(1))
         writer.add_frame("no-such-session", 1, ping(2))  # violates the foreign key
-        writer.add_frame(session_id, 1, ping(3))  # a seq taken already
         writer.add_frame(session_id, 2, ping(4))
         writer.close()
+    # (A seq taken already is no longer refused here: a partitioned table's unique keys
+    # must hold its partition column, so (session_id, seq) is indexed, not unique.)
     assert database.query("SELECT seq, rpc_id FROM frames ORDER BY seq") == [(1, "1"), (2, "4")]
     assert writer.frames_written == 2
     assert any("foreign key" in error for error in writer.errors)
-    assert any("duplicate key" in error for error in writer.errors)
 
 
 def test_writer_waits_for_a_server_that_went_away_and_loses_nothing(
@@ -548,7 +547,7 @@ def printed_queries() -> list[str]:
     import re
 
     from mcptape.cli.demo import TOOL_CALLS_SQL
-    from tests.conftest import ROOT
+    from tests.helpers.paths import ROOT
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     found = re.findall(r'^mcptape sql "([^"]+)"', readme, flags=re.MULTILINE)

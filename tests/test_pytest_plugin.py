@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
+
+pytestmark = pytest.mark.slow
 
 DEMO = json.dumps([sys.executable, "-m", "mcptape.servers.demo"])
 CHANGED = json.dumps([sys.executable, str(ROOT / "tests" / "servers" / "demo_changed.py")])
@@ -46,6 +48,7 @@ def test_weather(mcptape_server):
 
 SERVER_TEST = """
 import json, os
+
 
 SERVER = json.loads(os.environ["SAMPLE_SERVER"])
 

@@ -17,7 +17,7 @@ from mcptape.store.queries import (
     unknown_message,
 )
 from mcptape.wire.frame import Frame
-from tests.conftest import CORPUS
+from tests.helpers.paths import CORPUS
 
 A = SessionKey("3f9a2c000000aaaa", "everything", 100.0)
 B = SessionKey("3f9a2c111111bbbb", None, 200.0)

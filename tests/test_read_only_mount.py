@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE
-from tests.recording import RAW_ECHO, record_one_ping
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.recording import RAW_ECHO, record_one_ping
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.postgres import Postgres, private_server
+from tests.helpers.paths import ROOT
+from tests.helpers.postgres import Postgres, private_server
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SET_UP = [
@@ -43,6 +43,19 @@ NOT_RUN = {
         "serves until stopped (tests/test_gateway*.py run the gateway)"
     ),
     "curl -s http://127.0.0.1:8808/health": "needs the gateway above running (tests/test_gateway_security.py)",
+    ".venv/bin/pip install -e '.[postgres]' && .venv/bin/python deploy/fleet.py up --config servers.json": (
+        "starts PostgreSQL, three replicas and HAProxy on fixed ports (tests/test_fleet_haproxy.py runs it)"
+    ),
+    ".venv/bin/python deploy/fleet.py down": "stops the fleet above (tests/test_fleet_haproxy.py)",
+    "mcptape record --otlp http://localhost:4318 -- npx -y @modelcontextprotocol/server-everything": (
+        "needs an OTLP receiver and a client (tests/test_otlp_modes.py runs --otlp on every command)"
+    ),
+    "mcptape proxy --otlp http://localhost:4318 --config claude_desktop_config.json": (
+        "serves until stopped (tests/test_otlp_modes.py runs proxy --otlp)"
+    ),
+    "mcptape export last --otlp http://localhost:4318": (
+        "needs an OTLP receiver (tests/test_export_formats.py posts to one)"
+    ),
 }
 CONFIG = {
     "mcpServers": {
@@ -116,6 +129,7 @@ def test_the_readme_set_up_commands_are_the_two_known_ones() -> None:
     assert sh_blocks(README)[0] == SET_UP
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(360)  # some forty commands, each a process of its own: past 120 s on a loaded machine
 def test_every_readme_command_works_as_printed_on_a_fresh_checkout(tmp_path: Path) -> None:
     checkout = Checkout(tmp_path)
@@ -161,6 +175,7 @@ def masked(output: str) -> str:
     return re.sub(r"started \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", "started TIME", output)
 
 
+@pytest.mark.slow
 def test_the_failing_replay_the_readme_shows_is_what_replay_prints(tmp_path: Path) -> None:
     checkout = Checkout(tmp_path)
     db = shlex.quote(str(tmp_path / "demo.db"))
@@ -209,6 +224,7 @@ def postgres() -> Iterator[Postgres]:
         yield server
 
 
+@pytest.mark.slow
 def test_the_demo_and_every_readme_query_run_on_postgresql(postgres: Postgres, tmp_path: Path) -> None:
     url = postgres.url(postgres.create_database())
     checkout = Checkout(tmp_path)

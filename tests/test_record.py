@@ -13,8 +13,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import MCPTAPE
-from tests.recording import RAW_ECHO, Recording, frame_bytes, query
+from tests.helpers.db import query
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.recording import RAW_ECHO, Recording, frame_bytes
+
+pytestmark = pytest.mark.slow
 
 ODD_FRAMES = [
     b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"b":2,"a":1}}}',

@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MCPTAPE, everything_server_cmd
-from tests.recording import INITIALIZE as INIT
-from tests.recording import INITIALIZED, Recording, query
+from tests.helpers.db import query
+from tests.helpers.paths import MCPTAPE, everything_server_cmd
+from tests.helpers.recording import INITIALIZE as INIT
+from tests.helpers.recording import INITIALIZED, Recording
+
+pytestmark = pytest.mark.slow
 
 # Reads requests, answers none, and outlives its stdin by far (a server stuck on a request).
 SILENT = [
@@ -147,7 +150,7 @@ def test_a_request_the_client_cancelled_is_not_waited_for(tmp_path: Path) -> Non
 def test_a_remote_servers_slow_answer_after_the_clients_eof_reaches_it(
     tmp_path: Path, server: str, transport: str
 ) -> None:
-    from tests.http_servers import everything_http
+    from tests.helpers.http_servers import everything_http
 
     db = tmp_path / "t.db"
     with everything_http(server) as url:

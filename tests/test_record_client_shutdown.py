@@ -13,7 +13,12 @@ import signal
 import sys
 from pathlib import Path
 
-from tests.recording import INITIALIZE, Recording, query
+import pytest
+
+from tests.helpers.db import query
+from tests.helpers.recording import INITIALIZE, Recording
+
+pytestmark = pytest.mark.slow
 
 
 def test_sigterm_after_the_client_closed_its_input_leaves_the_session_closed(tmp_path: Path) -> None:

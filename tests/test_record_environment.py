@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MCPTAPE
-from tests.recording import RAW_ECHO, Recording, query, record_one_ping, wait_for_frames
+from tests.helpers.db import query
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.recording import RAW_ECHO, Recording, record_one_ping, wait_for_frames
 
 
 def _pings(rec: Recording, first: int, count: int) -> None:
@@ -47,6 +48,7 @@ def _record_while(db_path: Path, act: Callable[[], None]) -> str:
     return rec.stderr.decode()
 
 
+@pytest.mark.slow
 def test_a_database_deleted_while_recording_is_said_and_the_client_keeps_its_server(db_path: Path) -> None:
     # `rm mcptape.db` to start afresh while a desktop client's servers record: SQLite went
     # on writing into the unlinked file, every later frame vanished and record exited 0.
@@ -61,6 +63,7 @@ def test_a_database_deleted_while_recording_is_said_and_the_client_keeps_its_ser
     assert "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_database_replaced_while_recording_is_said_and_the_client_keeps_its_server(tmp_path: Path) -> None:
     # `mv other.db mcptape.db` under a recorder: it exited 0 having written nowhere a path leads.
     db_path = tmp_path / "rec.db"
@@ -79,6 +82,7 @@ def test_a_database_replaced_while_recording_is_said_and_the_client_keeps_its_se
     assert query(db_path, "select count(*) from sessions") == [(1,)]
 
 
+@pytest.mark.slow
 def test_record_under_a_limit_of_32_file_descriptors_forwards_and_records_everything(db_path: Path) -> None:
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
@@ -97,6 +101,7 @@ def test_record_under_a_limit_of_32_file_descriptors_forwards_and_records_everyt
     assert query(db_path, "select count(*) from frames") == [(400,)]
 
 
+@pytest.mark.slow
 def test_a_memory_limit_too_small_for_record_is_one_line_not_a_traceback(db_path: Path) -> None:
     # ulimit -v 32768: the relay could not start its reader threads and record crashed
     # with a traceback. (At 64 MiB a thread that did start may abort the process when it
@@ -119,6 +124,7 @@ def test_a_memory_limit_too_small_for_record_is_one_line_not_a_traceback(db_path
     assert err.startswith("mcptape: error: ") and "memory" in err.lower(), err
 
 
+@pytest.mark.slow
 def test_a_recorder_started_while_sqlite3_holds_the_lock_forwards_without_waiting_for_its_store(
     db_path: Path,
 ) -> None:

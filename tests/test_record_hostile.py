@@ -19,8 +19,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import MCPTAPE, ROOT
-from tests.recording import RAW_ECHO, Recording, query, wait_for_frames
+from tests.helpers.db import query
+from tests.helpers.paths import MCPTAPE, ROOT
+from tests.helpers.recording import RAW_ECHO, Recording, wait_for_frames
+
+pytestmark = pytest.mark.slow
 
 HOSTILE = [sys.executable, str(ROOT / "tests" / "servers" / "hostile.py")]
 

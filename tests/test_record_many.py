@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MCPTAPE, everything_server_cmd
-from tests.many_recorders import BurstClient, wrapped_entries
+from tests.helpers.many_recorders import BurstClient, wrapped_entries
+from tests.helpers.paths import MCPTAPE, everything_server_cmd
 
 SERVER = everything_server_cmd()
-pytestmark = pytest.mark.skipif(
-    SERVER is None, reason="server-everything is installed by .ci/run (tests/npm)"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(SERVER is None, reason="server-everything is installed by .ci/run (tests/npm)"),
+]
 
 READS = (["sessions"], ["sql", "select count(*) from frames"], ["show", "last"])
 

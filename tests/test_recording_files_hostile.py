@@ -12,8 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.recording import INITIALIZE
+
+pytestmark = pytest.mark.slow
 
 DEMO = [sys.executable, "-m", "mcptape.servers.demo"]
 LINE = {"dir": "c2s", "t": 0.0, "frame": '{"jsonrpc":"2.0","id":1,"method":"ping"}'}
@@ -75,16 +78,7 @@ def test_junit_xml_stays_well_formed_whatever_the_recording_holds(tmp_path: Path
     import xml.etree.ElementTree as ET
 
     hostile = "evil\x1b[2J\x00\x07\ufffe\uffff\x0b"
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    init = {**INITIALIZE, "id": 1}
     answer = {
         "jsonrpc": "2.0",
         "id": 1,

@@ -26,6 +26,7 @@ def test_a_placeholder_is_stable_within_a_process_and_differs_between_secrets() 
     assert P(P("sk-abc")) == P("sk-abc")  # never redacted twice
 
 
+@pytest.mark.slow
 def test_placeholders_are_keyed_per_process_so_old_ones_cannot_be_tested_against_guesses() -> None:
     import subprocess
     import sys

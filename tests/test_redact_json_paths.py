@@ -16,10 +16,10 @@ from mcp import Client
 from mcp.types import Implementation
 
 from mcptape.redact import PLACEHOLDER, parse_json_path, placeholder, redact_json_paths
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE
-from tests.gateway_proc import GatewayProcess
-from tests.http_servers import everything_http
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.http_servers import everything_http
+from tests.helpers.paths import MCPTAPE
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -77,6 +77,7 @@ def test_batches_are_redacted_item_by_item_and_no_match_keeps_the_exact_bytes() 
     assert out is not None and b"123456789012345678901234567890" in out and b"secret" not in out
 
 
+@pytest.mark.slow
 def test_a_bad_redact_value_is_a_one_line_error() -> None:
     for value, fragment in (("/a~2", "is not a JSON path"), ("bad header", "neither a header name")):
         proc = subprocess.run(
@@ -89,6 +90,7 @@ def test_a_bad_redact_value_is_a_one_line_error() -> None:
 
 
 @pytest.mark.parametrize("upstream", ["stdio", "http"])
+@pytest.mark.slow
 def test_the_gateway_records_no_secret_at_a_redacted_path_and_forwards_it_untouched(
     upstream: str, tmp_path: Path
 ) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from mcptape.redact import PLACEHOLDER, placeholder, redact_argv, redact_text
-from tests.conftest import MCPTAPE
-from tests.recording import query
+from tests.helpers.db import query
+from tests.helpers.paths import MCPTAPE
 
 GITHUB = "ghp_" + "a1B2c3D4e5" * 4
 TOKENS = [
@@ -48,6 +48,7 @@ def test_a_redacted_token_is_not_redacted_again() -> None:
     assert redact_text(once) == once and PLACEHOLDER.search(once)
 
 
+@pytest.mark.slow
 def test_a_bare_token_on_the_servers_command_line_never_reaches_the_database(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     server = [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.readline())", GITHUB]
@@ -63,6 +64,7 @@ def test_a_bare_token_on_the_servers_command_line_never_reaches_the_database(tmp
     assert GITHUB not in upstream and PLACEHOLDER.search(upstream)
 
 
+@pytest.mark.slow
 def test_secrets_a_server_prints_on_stderr_never_reach_the_database(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
     lines = [

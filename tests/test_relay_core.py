@@ -16,7 +16,7 @@ from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.links.memory import MemoryLink, memory_pair
 from mcptape.proxy.relay import Relay
 from mcptape.wire.frame import Frame
-from tests.recording import query
+from tests.helpers.db import query
 
 
 def _session() -> SessionContext:

@@ -19,44 +19,30 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import mcp_types as types
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE, ROOT
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.paths import MCPTAPE, ROOT
+from tests.helpers.scenarios import (
+    ASK_NAME,
+    DEMO,
+    SAMPLE,
+    TRIP_PLANNER,
+    ask_name_scenario,
+    record,
+    record_params,
+    server_asks_scenario,
+    text_of,
+)
 
-pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
-DEMO = [sys.executable, "-m", "mcptape.servers.demo"]
 CHANGED = [sys.executable, str(ROOT / "tests" / "servers" / "demo_changed.py")]
 FIELD = "/result/structuredContent/humidity_percent"
-
-
-def dump(result: Any) -> Any:
-    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
-
-
-def demo_scenario(params: StdioServerParameters) -> dict[str, Any]:
-    """A client session touching tools (plain, structured, logging with progress), resources, prompts."""
-
-    async def main() -> dict[str, Any]:
-        async with Client(params, mode="legacy") as client:
-            return {
-                "tools": [t.name for t in (await client.list_tools()).tools],
-                "add": dump(await client.call_tool("add", {"a": 2, "b": 40})),
-                "weather": dump(await client.call_tool("weather", {"city": "Lisbon"})),
-                "countdown": dump(await client.call_tool("countdown", {"start": 2})),
-                "readme": dump(await client.read_resource("demo://readme")),
-                "prompt": dump(await client.get_prompt("review", {"code": "x = 1"})),
-            }
-
-    return anyio.run(main)
-
-
-def record(db: Path, name: str, server: list[str], scenario: Any = demo_scenario) -> dict[str, Any]:
-    argv = [*MCPTAPE, "record", "--db", str(db), "--name", name, "--", *server]
-    return dict(scenario(StdioServerParameters(command=argv[0], args=argv[1:])))
 
 
 def mcptape(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
@@ -195,52 +181,13 @@ def test_replay_errors_are_one_line_with_exit_2(db: Path, tmp_path: Path) -> Non
     assert crashing.returncode == 2 and "exited with status 3" in crashing.stdout, crashing.stdout
 
 
-async def _sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-    return types.CreateMessageResult(
-        role="assistant", content=types.TextContent(type="text", text="canned hello"), model="test-model"
-    )
-
-
-async def _elicitation(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-    return types.ElicitResult(action="accept", content={"name": "Ada"})
-
-
-async def _decline(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-    return types.ElicitResult(action="decline")
-
-
-async def _roots(context: Any) -> types.ListRootsResult:
-    return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/project", name="project")])
-
-
-def everything_scenario(params: StdioServerParameters) -> dict[str, Any]:
-    async def main() -> dict[str, Any]:
-        async with Client(
-            params,
-            mode="legacy",
-            sampling_callback=_sampling,
-            elicitation_callback=_decline,
-            list_roots_callback=_roots,
-        ) as client:
-            return {
-                "elicitation": dump(await client.call_tool("trigger-elicitation-request", {})),
-                "echo": dump(await client.call_tool("echo", {"message": "hi"})),
-                "sampling": dump(
-                    await client.call_tool("trigger-sampling-request", {"prompt": "say hi", "maxTokens": 10})
-                ),
-                "roots": dump(await client.call_tool("get-roots-list", {})),
-            }
-
-    return anyio.run(main)
-
-
 def test_server_requests_are_answered_from_the_recording(tmp_path: Path) -> None:
-    from tests.conftest import everything_server_cmd
+    from tests.helpers.paths import everything_server_cmd
 
     server = everything_server_cmd()
     assert server is not None, "tests/npm is not installed: run npm ci in tests/npm"
     db = tmp_path / "rec.db"
-    live = record(db, "everything", server, everything_scenario)
+    live = record(db, "everything", server, server_asks_scenario)
     assert "canned hello" in json.dumps(live["sampling"])
     proc = mcptape("replay", "everything", "--db", str(db), "--", *server)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -281,23 +228,9 @@ def test_server_requests_are_answered_from_the_recording(tmp_path: Path) -> None
     )
 
 
-ASK_NAME = [sys.executable, str(ROOT / "tests" / "servers" / "ask_name.py")]
-
-
-def modern_scenario(params: StdioServerParameters) -> dict[str, Any]:
-    async def main() -> dict[str, Any]:
-        async with Client(params, mode="auto", elicitation_callback=_elicitation) as client:
-            return {
-                "version": client.protocol_version,
-                "greet": dump(await client.call_tool("greet", {"greeting": "Hello"})),
-            }
-
-    return anyio.run(main)
-
-
 def test_2026_07_28_input_required_rounds_are_redriven_with_the_new_request_state(tmp_path: Path) -> None:
     db = tmp_path / "rec.db"
-    live = record(db, "ask", ASK_NAME, modern_scenario)
+    live = record(db, "ask", ASK_NAME, ask_name_scenario)
     assert live["version"] == "2026-07-28" and "Hello, Ada!" in json.dumps(live["greet"])
     proc = mcptape("replay", "ask", "--db", str(db), "--", *ASK_NAME)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -351,7 +284,6 @@ def test_rounds_mcptape_retried_when_recording_are_redriven_with_the_live_reques
 ) -> None:
     # Recorded with rules: mcptape answered the 2026-07-28 input_required rounds and retried
     # the call itself (ids "mcptape-N"), declaring the capabilities the client lacked.
-    from tests.test_inject_record import SAMPLE, TRIP_PLANNER, record_params, text_of
 
     db = tmp_path / "rec.db"
     params = record_params(

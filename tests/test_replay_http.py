@@ -9,7 +9,6 @@ fresh instance of that server over streamable HTTP and over legacy SSE.
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,11 +18,15 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE
-from tests.http_servers import everything_http, free_port
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.db import query
+from tests.helpers.http_servers import everything_http, free_port
+from tests.helpers.paths import MCPTAPE
 
-pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 async def _sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
@@ -53,14 +56,6 @@ def scenario(params: StdioServerParameters) -> None:
             await client.call_tool("trigger-elicitation-request", {})
 
     anyio.run(main)
-
-
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def mcptape(*args: str) -> subprocess.CompletedProcess[str]:
@@ -119,14 +114,14 @@ def test_replay_url_redrives_a_fresh_remote_server_and_is_recorded(
         )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1].startswith("replayed 1 recording(s), 8 exchanges: 8 match, 0 differ")
-    ((original,),) = rows(db, "select id from sessions where mode='record'")
-    ((mode, session_transport, upstream, replay_of, status),) = rows(
+    ((original,),) = query(db, "select id from sessions where mode='record'")
+    ((mode, session_transport, upstream, replay_of, status),) = query(
         db, "select mode, transport, upstream, replay_of, status from sessions where mode='replay'"
     )
     assert (mode, session_transport, upstream, replay_of) == ("replay", f"tape->{transport}", url, original)
     assert status == "closed"
     # The server's sampling and elicitation requests were answered from the recording.
-    answered = rows(
+    answered = query(
         db,
         "select method, answered_by, json_extract(response, '$.result') from server_requests "
         "where session_id=(select id from sessions where mode='replay') and method != 'ping' order by 1",
@@ -151,7 +146,7 @@ def test_replay_upstream_naming_a_remote_entry_replays_against_its_url(
             "replay", "remote", "--db", str(db), "--upstream", "everything", "--config", str(config)
         )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert rows(db, "select transport, upstream from sessions where mode='replay'") == [("tape->http", url)]
+    assert query(db, "select transport, upstream from sessions where mode='replay'") == [("tape->http", url)]
     # The entry's headers are expanded as record expands them: an unset variable is a usage error.
     config.write_text(
         json.dumps(

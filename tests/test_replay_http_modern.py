@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import sqlite3
 import subprocess
 import urllib.error
 import urllib.request
@@ -28,12 +27,16 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.conftest import MCPTAPE
-from tests.http_servers import everything_http, modern_http
-from tests.test_replay import DEMO, _elicitation, dump
-from tests.test_serve_http import Served, call_tools
+from tests.helpers.db import query
+from tests.helpers.http_servers import everything_http, modern_http
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.scenarios import DEMO, accept_ada, dump
+from tests.helpers.served import Served, call_tools
 
-pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 FIELD = "/result/structuredContent/result"
 
@@ -42,7 +45,7 @@ def modern_scenario(params: Any) -> dict[str, Any]:
     """A 2026-07-28 client: a plain call, and a call the server answers with input_required first."""
 
     async def main() -> dict[str, Any]:
-        async with Client(params, mode="auto", elicitation_callback=_elicitation) as client:
+        async with Client(params, mode="auto", elicitation_callback=accept_ada) as client:
             return {
                 "version": client.protocol_version,
                 "add": dump(await client.call_tool("add", {"a": 2, "b": 40})),
@@ -50,14 +53,6 @@ def modern_scenario(params: Any) -> dict[str, Any]:
             }
 
     return anyio.run(main)
-
-
-def rows(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
 
 
 def mcptape(*args: str) -> subprocess.CompletedProcess[str]:
@@ -82,7 +77,7 @@ def db(recorded: tuple[Path, dict[str, Any]], tmp_path: Path) -> Path:
 
 
 def frames(db: Path, mode: str) -> list[dict[str, Any]]:
-    texts = rows(
+    texts = query(
         db,
         "select f.text from frames f join sessions s on s.id = f.session_id "
         "where s.mode = ? and f.direction in ('c2s', 's2c') order by f.seq",
@@ -98,13 +93,13 @@ def test_the_recording_is_a_stateless_2026_07_28_session_with_an_input_required_
     assert live["version"] == "2026-07-28"
     assert live["add"]["structuredContent"] == {"result": 42}
     assert live["greet"]["structuredContent"] == {"result": "Hello, Ada!"}
-    assert rows(db, "select mode, transport, protocol_version from sessions") == [
+    assert query(db, "select mode, transport, protocol_version from sessions") == [
         ("record", "stdio->http", "2026-07-28")
     ]
     sent = frames(db, "record")
     assert sent[0]["method"] == "server/discover" and not any(m.get("method") == "initialize" for m in sent)
     assert any(m.get("result", {}).get("resultType") == "input_required" for m in sent)
-    assert rows(db, "select count(*) from events where kind = 'http_session'") == [(0,)]  # no session id
+    assert query(db, "select count(*) from events where kind = 'http_session'") == [(0,)]  # no session id
 
 
 def test_the_server_rejects_a_2026_07_28_request_without_its_routing_headers() -> None:
@@ -128,8 +123,8 @@ def test_replay_url_redrives_a_2026_07_28_server_with_the_state_it_mints(db: Pat
         proc = mcptape("replay", "modern", "--db", str(db), "--url", url, "--transport", transport)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1] == "replayed 1 recording(s), 5 exchanges: 5 match, 0 differ"
-    ((original,),) = rows(db, "select id from sessions where mode = 'record'")
-    assert rows(
+    ((original,),) = query(db, "select id from sessions where mode = 'record'")
+    assert query(
         db, "select transport, protocol_version, replay_of, status from sessions where mode='replay'"
     ) == [("tape->http", "2026-07-28", original, "closed")]
     replayed = frames(db, "replay")
@@ -155,7 +150,7 @@ def test_replay_url_redrives_a_2026_07_28_server_with_the_state_it_mints(db: Pat
         for m in replayed
         if "method" in m
     )
-    assert rows(db, "select count(*) from events where kind = 'http_session'") == [(0,)]
+    assert query(db, "select count(*) from events where kind = 'http_session'") == [(0,)]
 
 
 def test_replay_url_against_a_changed_2026_07_28_server_names_the_field(db: Path, tmp_path: Path) -> None:
@@ -204,7 +199,7 @@ def test_serve_listen_plays_a_2026_07_28_recording_to_a_stateless_client_and_for
     assert "1 request(s) not on the tape were forwarded" in served.stderr
     served_frames = frames(db, "serve")
     assert not any(m.get("method") == "initialize" for m in served_frames)
-    assert rows(db, "select distinct protocol_version from sessions where mode = 'serve'") == [
+    assert query(db, "select distinct protocol_version from sessions where mode = 'serve'") == [
         ("2026-07-28",)
     ]
 

@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mcptape.replay.loose import Anchors, anchored
 from mcptape.replay.tape import ServerCall, build_tape, tape_frame
-from tests.conftest import MCPTAPE, everything_server_cmd
-from tests.interop import ts_steps
+from tests.helpers.interop import ts_steps
+from tests.helpers.paths import MCPTAPE, everything_server_cmd
 
 
 def tape_of(*frames: tuple[str, dict[str, Any]]) -> Any:
@@ -63,6 +65,7 @@ def test_the_live_client_messages_are_counted_by_method() -> None:
     assert Anchors({}).after([call(1)]) == []
 
 
+@pytest.mark.slow
 def test_serve_sends_what_the_server_sent_between_requests(tmp_path: Path) -> None:
     """server-everything's list_changed after initialized and its roots/list a moment later."""
     server = everything_server_cmd()

@@ -6,6 +6,8 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from mcptape.proxy.addonmanager import AddonManager, SessionContext
 from mcptape.proxy.links.memory import MemoryLink
 from mcptape.proxy.relay import Relay
@@ -126,6 +128,7 @@ def test_injection_rules_are_asked_first_and_the_recording_answers_the_rest() ->
     ]
 
 
+@pytest.mark.slow
 def test_a_pipelined_recording_of_large_frames_replays_against_a_real_process_without_deadlock() -> None:
     # Forty 96 KiB requests, twenty sent before any response and twenty after the first,
     # each answered with twice as much: both pipes fill up, so whoever writes to the server
@@ -133,7 +136,7 @@ def test_a_pipelined_recording_of_large_frames_replays_against_a_real_process_wi
     import sys
 
     from mcptape.replay.run import ReplayPlan, replay_tape
-    from tests.conftest import ROOT
+    from tests.helpers.paths import ROOT
     from tests.servers.fast_mcp import answer
 
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
@@ -162,6 +165,7 @@ def test_a_pipelined_recording_of_large_frames_replays_against_a_real_process_wi
     assert [e.status for e in replayed.result.exchanges] == ["match"] * 41
 
 
+@pytest.mark.slow
 def test_a_server_flooding_notifications_is_counted_past_a_bound_not_kept_and_the_replay_fails() -> None:
     # The hostile server never answers and writes notifications as fast as it can: kept
     # all, they filled memory (940 MB in 10 s); past the bound they are only counted.
@@ -169,7 +173,7 @@ def test_a_server_flooding_notifications_is_counted_past_a_bound_not_kept_and_th
 
     from mcptape.replay.player import KEEP_NOTIFICATIONS
     from mcptape.replay.run import ReplayPlan, replay_tape
-    from tests.conftest import ROOT
+    from tests.helpers.paths import ROOT
 
     init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
     tape = tape_of(("c2s", init), ("s2c", {"jsonrpc": "2.0", "id": 0, "result": {}}))

@@ -12,8 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import MCPTAPE, ROOT
-from tests.recording import INITIALIZE, INITIALIZED
+import pytest
+
+from tests.helpers.paths import MCPTAPE, ROOT
+from tests.helpers.recording import INITIALIZE, INITIALIZED
+
+pytestmark = pytest.mark.slow
 
 SERVER = [sys.executable, str(ROOT / "tests" / "servers" / "asks_roots.py")]
 ROOTS = {"roots": [{"uri": "file:///srv/project", "name": "project"}]}

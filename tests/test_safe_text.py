@@ -17,8 +17,8 @@ import pytest
 from mcptape.store import open_store
 from mcptape.terminal import safe, safe_lines
 from mcptape.wire.frame import Frame
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.paths import MCPTAPE
 
 ESC = "\x1b"
 TITLE = f"{ESC}]0;pwned{ESC}\\"  # OSC: set the window title
@@ -86,6 +86,7 @@ def assert_inert(text: str) -> None:
 
 
 @pytest.mark.parametrize("extra", [(), ("--full",), ("--no-events",)])
+@pytest.mark.slow
 def test_show_escapes_methods_header_fields_stderr_and_non_json_frames(
     db_path: Path, extra: tuple[str, ...]
 ) -> None:
@@ -100,6 +101,7 @@ def test_show_escapes_methods_header_fields_stderr_and_non_json_frames(
         assert "      not json \\u001b[2J \\u009b2J \\u202e\n" in proc.stdout  # and whole under --full
 
 
+@pytest.mark.slow
 def test_sessions_table_escapes_names_and_upstreams(db_path: Path) -> None:
     hostile_session(db_path)
     proc = mcptape("sessions", "--db", str(db_path))
@@ -108,6 +110,7 @@ def test_sessions_table_escapes_names_and_upstreams(db_path: Path) -> None:
     assert "evil\\u001b[2J\\u202e" in proc.stdout
 
 
+@pytest.mark.slow
 def test_sql_table_escapes_values_but_json_keeps_them_exact(db_path: Path) -> None:
     hostile_session(db_path)
     table = mcptape("sql", "select name, upstream from sessions", "--db", str(db_path))
@@ -118,6 +121,7 @@ def test_sql_table_escapes_values_but_json_keeps_them_exact(db_path: Path) -> No
     assert nl.stdout == '{"name":"evil\\u001b[2J\u202e"}\n'  # JSON escapes ESC its own way; data intact
 
 
+@pytest.mark.slow
 def test_one_line_errors_escape_the_names_they_quote(db_path: Path) -> None:
     hostile_session(db_path)
     line = assert_one_line_error(mcptape("show", f"nope{TITLE}", "--db", str(db_path)), "no session")

@@ -14,10 +14,20 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from tests.conftest import MCPTAPE, everything_server_cmd
-from tests.test_replay import DEMO, demo_scenario, everything_scenario, record
+from tests.helpers.paths import MCPTAPE, everything_server_cmd
+from tests.helpers.scenarios import (
+    ASK_NAME,
+    DEMO,
+    ask_name_scenario,
+    demo_scenario,
+    record,
+    server_asks_scenario,
+)
 
-pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 def served(db: Path, *args: str) -> StdioServerParameters:
@@ -40,8 +50,8 @@ def test_serving_sampling_elicitation_and_roots_asks_the_client_again(tmp_path: 
     server = everything_server_cmd()
     assert server is not None, "tests/npm is not installed: run npm ci in tests/npm"
     db = tmp_path / "rec.db"
-    live = record(db, "everything", server, everything_scenario)
-    replayed = everything_scenario(served(db, "everything"))
+    live = record(db, "everything", server, server_asks_scenario)
+    replayed = server_asks_scenario(served(db, "everything"))
     assert replayed == live
     con = __import__("sqlite3").connect(db)
     try:
@@ -211,7 +221,7 @@ def test_on_miss_forward_answers_an_error_when_the_real_server_dies(
 
 
 def test_serve_usage_errors_are_one_line(demo_db: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
-    from tests.cli_errors import assert_one_line_error
+    from tests.helpers.cli_errors import assert_one_line_error
 
     db, _ = demo_db
 
@@ -227,10 +237,9 @@ def test_serve_usage_errors_are_one_line(demo_db: tuple[Path, dict[str, Any]], t
 
 
 def test_a_2026_07_28_recording_is_served_with_its_input_required_rounds(tmp_path: Path) -> None:
-    from tests.test_replay import ASK_NAME, modern_scenario
 
     db = tmp_path / "rec.db"
-    live = record(db, "ask", ASK_NAME, modern_scenario)
+    live = record(db, "ask", ASK_NAME, ask_name_scenario)
     assert live["version"] == "2026-07-28"
     # server/discover comes from the recording; the retry's requestState is matched as a minted value.
-    assert modern_scenario(served(db, "ask")) == live
+    assert ask_name_scenario(served(db, "ask")) == live

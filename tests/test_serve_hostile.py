@@ -8,7 +8,11 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.conftest import MCPTAPE
+import pytest
+
+from tests.helpers.paths import MCPTAPE
+
+pytestmark = pytest.mark.slow
 
 TAPE = [
     ("c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}),

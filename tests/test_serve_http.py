@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
-import signal
 import sqlite3
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -22,70 +19,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
-from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.exceptions import MCPError
 
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE
-from tests.test_replay import DEMO, demo_scenario, dump, record
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.db import query
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.scenarios import DEMO, demo_scenario, record
+from tests.helpers.served import Served, call_tools
 
-pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-
-
-class Served:
-    """`mcptape serve ... --listen 127.0.0.1:0 [-- SERVER...]`; ``url`` (streamable HTTP) once it is ready."""
-
-    def __init__(
-        self, *args: str, env: dict[str, str] | None = None, server: list[str] | None = None
-    ) -> None:
-        after = ["--", *server] if server else []
-        self.proc = subprocess.Popen(
-            [*MCPTAPE, "serve", *args, "--listen", "127.0.0.1:0", *after],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        self.stderr = ""
-        ready = threading.Event()
-
-        def read() -> None:
-            assert self.proc.stderr is not None
-            for line in self.proc.stderr:
-                self.stderr += line.decode(errors="replace")
-                if "ready;" in self.stderr:
-                    ready.set()
-            ready.set()
-
-        self._reader = threading.Thread(target=read, daemon=True)
-        self._reader.start()
-        ready.wait(30)
-        found = re.search(r"at (http://\S+/mcp) ", self.stderr)
-        if found is None:
-            self.stop()
-            raise RuntimeError(f"serve did not start: {self.stderr}")
-        self.url = found.group(1)
-        token = re.search(r"token \(shown once.*\): (\S+)", self.stderr)
-        self.token = token.group(1) if token else None
-
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
-        self._reader.join(5)
-        return code
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -105,14 +53,6 @@ def wait_for(probe: Callable[[], Any], wanted: Any, timeout: float = 20) -> None
     raise AssertionError(f"still not {wanted!r} after {timeout} s: {probe()!r}")
 
 
-def rows(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
-
-
 def test_serve_listen_gives_the_sdk_http_client_the_live_results_in_every_session(
     demo_db: tuple[Path, dict[str, Any]], tmp_path: Path
 ) -> None:
@@ -128,16 +68,16 @@ def test_serve_listen_gives_the_sdk_http_client_the_live_results_in_every_sessio
         # The client's DELETE is answered before its session has finished closing; a SIGTERM in
         # that window records it as interrupted (the relay's rule for a signal during an ending).
         wait_for(
-            lambda: rows(db, "select count(*) from sessions where mode='serve' and ended_at is not null"),
+            lambda: query(db, "select count(*) from sessions where mode='serve' and ended_at is not null"),
             [(2,)],
         )
     finally:
         code = served.stop()
     assert code == 0, served.stderr
-    ((original,),) = rows(db, "select id from sessions where mode='record'")
-    got = rows(db, "select transport, replay_of, status from sessions where mode='serve'")
+    ((original,),) = query(db, "select id from sessions where mode='record'")
+    got = query(db, "select transport, replay_of, status from sessions where mode='serve'")
     assert got == [("http->tape", original, "closed")] * 2
-    tools = rows(
+    tools = query(
         db,
         "select tool from tool_calls where session_id in (select id from sessions where mode='serve') order by 1",
     )
@@ -201,23 +141,6 @@ def test_serve_listen_flag_errors_are_one_line(
         [*MCPTAPE, "serve", "demo", "--db", str(db), *args], capture_output=True, text=True, timeout=30
     )
     assert_one_line_error(proc, fragment)
-
-
-def call_tools(served: Served, *calls: tuple[str, dict[str, Any]], mode: str = "legacy") -> list[Any]:
-    """The SDK's streamable HTTP client calls each tool in one session: each result, or the error's text."""
-
-    async def main() -> list[Any]:
-        http = create_mcp_http_client(headers=served.headers())
-        out: list[Any] = []
-        async with Client(streamable_http_client(served.url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
-            for name, arguments in calls:
-                try:
-                    out.append(dump(await client.call_tool(name, arguments)))
-                except MCPError as exc:
-                    out.append(str(exc))
-        return out
-
-    return anyio.run(main)
 
 
 def test_serve_listen_miss_names_the_nearest_recorded_requests(demo_db: tuple[Path, dict[str, Any]]) -> None:

@@ -20,11 +20,12 @@ import pytest
 
 from mcptape.proxy.link import LinkEnd
 from mcptape.replay.forwarding import gone
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE
-from tests.http_servers import free_port, modern_http
-from tests.test_replay import DEMO, record
-from tests.test_serve_http import Served, call_tools, rows
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.db import query
+from tests.helpers.http_servers import free_port, modern_http
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.scenarios import DEMO, record
+from tests.helpers.served import Served, call_tools
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -45,8 +46,8 @@ def db(demo_db: Path, tmp_path: Path) -> Path:
 
 def served_tool_calls(db: Path) -> list[Any]:
     """The structured results the served session answered to tools/call, in order."""
-    ((session,),) = rows(db, "select id from sessions where mode='serve'")
-    texts = rows(
+    ((session,),) = query(db, "select id from sessions where mode='serve'")
+    texts = query(
         db,
         "select text from frames where session_id = ? and method = 'tools/call' and direction = 's2c' "
         "order by seq",
@@ -56,6 +57,7 @@ def served_tool_calls(db: Path) -> list[Any]:
 
 
 @pytest.mark.parametrize("how", ["command", "upstream"])
+@pytest.mark.slow
 def test_serve_listen_on_miss_forward_asks_the_real_server_and_records_it(
     db: Path, tmp_path: Path, how: str
 ) -> None:
@@ -77,11 +79,14 @@ def test_serve_listen_on_miss_forward_asks_the_real_server_and_records_it(
     assert missed["structuredContent"] == {"result": 2}  # no recording holds 1 + 1: the demo server said it
     assert "1 request(s) not on the tape were forwarded" in served.stderr  # 2 + 40 came from the tape
     assert served_tool_calls(db) == [{"result": 42}, {"result": 2}]
-    ((session,),) = rows(db, "select id from sessions where mode='serve'")
-    assert rows(db, "select tool, is_error from tool_calls where session_id = ?", session) == [("add", 0)] * 2
+    ((session,),) = query(db, "select id from sessions where mode='serve'")
+    assert (
+        query(db, "select tool, is_error from tool_calls where session_id = ?", session) == [("add", 0)] * 2
+    )
 
 
 @pytest.mark.parametrize("how", ["url", "upstream"])
+@pytest.mark.slow
 def test_serve_listen_on_miss_forward_reaches_a_remote_server(db: Path, tmp_path: Path, how: str) -> None:
     # The remote server is a build whose add is off by one: only it can answer 1 + 1 = 3.
     with modern_http("--changed") as url:
@@ -102,6 +107,7 @@ def test_serve_listen_on_miss_forward_reaches_a_remote_server(db: Path, tmp_path
     assert served_tool_calls(db) == [{"result": 42}, {"result": 3}]
 
 
+@pytest.mark.slow
 def test_serve_listen_forwarded_requests_get_an_error_when_the_real_server_dies(db: Path) -> None:
     # A server that exits (status 3) on the first tools/call it is given.
     dies = [
@@ -123,6 +129,7 @@ def test_serve_listen_forwarded_requests_get_an_error_when_the_real_server_dies(
 
 
 @pytest.mark.parametrize("transport", ["http", "auto"])
+@pytest.mark.slow
 def test_serve_listen_forwarding_to_a_url_nobody_answers_says_so(db: Path, transport: str) -> None:
     dead = f"http://127.0.0.1:{free_port()}/mcp"
     served = Served(
@@ -163,6 +170,7 @@ def test_the_error_for_a_forward_server_that_is_gone_says_how_it_ended() -> None
     assert "killed by SIGKILL" in gone(request, LinkEnd("exited", -9))["error"]["message"]
 
 
+@pytest.mark.slow
 def test_serve_listen_with_a_forward_command_that_cannot_start_is_an_error_at_start_up(
     demo_db: Path, tmp_path: Path
 ) -> None:

@@ -18,8 +18,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import MCPTAPE, ROOT, everything_server_cmd
-from tests.test_serve_http import Served
+from tests.helpers.paths import MCPTAPE, ROOT, everything_server_cmd
+from tests.helpers.served import Served
+
+pytestmark = pytest.mark.slow
 
 CLIENT = ROOT / "tests" / "clients" / "ts_client.mjs"
 

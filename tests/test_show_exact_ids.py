@@ -5,8 +5,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.conftest import MCPTAPE
-from tests.recording import RAW_ECHO
+import pytest
+
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.recording import RAW_ECHO
+
+pytestmark = pytest.mark.slow
 
 
 def test_show_json_keeps_ids_of_2_64_and_above_exact(db_path: Path) -> None:

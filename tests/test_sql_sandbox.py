@@ -21,10 +21,10 @@ from click.testing import CliRunner
 from mcptape.cli.main import cli
 from mcptape.cli.sql_sandbox import Budget, QueryStopped, authorize
 from mcptape.store import open_store
-from tests.cli_errors import assert_one_line_error
-from tests.conftest import MCPTAPE
-from tests.postgres import Postgres, private_server
-from tests.test_cli_read import SESSIONS, load_corpus
+from tests.helpers.cli_errors import assert_one_line_error
+from tests.helpers.corpus import SESSIONS, load_corpus
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.postgres import Postgres, private_server
 
 BASE = 1_700_000_000.0
 COUNT_FOREVER = "with recursive c(x) as (select 1 union all select x + 1 from c) select count(*) from c"
@@ -94,6 +94,7 @@ def test_budget_stops_when_time_is_up_or_ctrl_c_was_pressed() -> None:
 # -- the command ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_attach_is_refused_and_creates_no_file(rec: Path, tmp_path: Path) -> None:
     target = tmp_path / "elsewhere.db"
     command = [*MCPTAPE, "sql", "--db", str(rec), f"attach database '{target}' as other"]
@@ -157,6 +158,7 @@ def test_the_time_limit_covers_printing_streamed_rows_too(rec: Path) -> None:
     assert proc.stderr.startswith("mcptape: error: the query ran longer than its time limit of 1 s")
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_long_query_says_interrupted_and_exits_130(rec: Path) -> None:
     proc = subprocess.Popen(
         [*MCPTAPE, "sql", "--db", str(rec), COUNT_FOREVER, "--timeout", "60"],
@@ -190,6 +192,7 @@ def postgres() -> Iterator[Postgres]:
         yield server
 
 
+@pytest.mark.slow
 def test_on_postgresql_rows_stream_and_the_time_limit_covers_printing(postgres: Postgres) -> None:
     url = postgres.url(postgres.create_database())
     open_store(url).close()  # the tables, so the database is a recording

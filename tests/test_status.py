@@ -21,8 +21,9 @@ from click.testing import CliRunner, Result
 from mcptape.cli.main import cli
 from mcptape.cli.status import process_ended, process_started_at, recorder_alive, status_label
 from mcptape.store import open_store
-from tests.conftest import MCPTAPE
-from tests.recording import Recording, query
+from tests.helpers.db import query
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.recording import Recording
 
 EXIT_5_AFTER_EOF = [
     sys.executable,
@@ -49,6 +50,7 @@ def test_labels_say_what_happened() -> None:
     assert status_label("running", None, recorder_alive=False) == "lost"
 
 
+@pytest.mark.slow
 def test_a_process_start_time_comes_from_proc() -> None:
     before = time.time()
     child = subprocess.Popen(["sleep", "30"])
@@ -61,6 +63,7 @@ def test_a_process_start_time_comes_from_proc() -> None:
     assert process_started_at(child.pid) is None
 
 
+@pytest.mark.slow
 def test_a_recorder_is_alive_only_if_its_pid_runs_and_started_before_the_session() -> None:
     assert recorder_alive(os.getpid(), time.time()) is True
     assert recorder_alive(None, time.time()) is None
@@ -99,6 +102,7 @@ def statuses(db: Path) -> tuple[str, str, str]:
     return table, data["status"], header
 
 
+@pytest.mark.slow
 def test_a_server_exiting_5_after_the_client_left_is_closed_not_ok(db_path: Path) -> None:
     rec = Recording(db_path, EXIT_5_AFTER_EOF)
     rec.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
@@ -110,6 +114,7 @@ def test_a_server_exiting_5_after_the_client_left_is_closed_not_ok(db_path: Path
     assert "ok" not in table.split()
 
 
+@pytest.mark.slow
 def test_a_server_that_failed_to_start_is_failed_not_ok(db_path: Path) -> None:
     # mcptape's own exit status is the relay's business; what this checks is the label.
     subprocess.run(
@@ -122,6 +127,7 @@ def test_a_server_that_failed_to_start_is_failed_not_ok(db_path: Path) -> None:
     assert "failed (server exit 1)" in table and header.endswith(" · failed (server exit 1)")
 
 
+@pytest.mark.slow
 def test_a_session_whose_recorder_was_killed_shows_lost(db_path: Path) -> None:
     rec = Recording(db_path, EXIT_5_AFTER_EOF)
     rec.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
@@ -150,6 +156,7 @@ def test_a_running_session_with_a_live_recorder_is_running(db_path: Path) -> Non
 
 
 @pytest.mark.parametrize("recorder", ["dead", "reused"])
+@pytest.mark.slow
 def test_a_running_session_whose_pid_is_gone_or_reused_is_lost(db_path: Path, recorder: str) -> None:
     store = open_store(str(db_path))
     sid = store.create_session(mode="record", name="gone")

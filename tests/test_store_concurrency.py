@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
+
+pytestmark = pytest.mark.slow
 
 # A barrier: each process says it is ready (everything imported) and waits for the start
 # file, which the test creates once all are ready; so all of them race to create and
@@ -20,6 +22,7 @@ WRITER_SCRIPT = """
 import json, os, sys, time
 from mcptape.wire.frame import Frame
 from mcptape.store import open_store
+
 
 db, start, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 open(f"{start}.ready.{os.getpid()}", "w").close()

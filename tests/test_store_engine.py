@@ -93,6 +93,7 @@ def test_new_database_gets_tables_indexes_views_at_head_revision(db_path: Path) 
         "events",
         "batch_replies",
         "alembic_version",
+        "replicas",
     }
     assert sqlite_objects(db_path, "view") == {view.name for view in CURRENT}
     assert {
@@ -438,11 +439,12 @@ def test_a_store_that_only_read_leaves_the_planner_statistics_alone(db_path: Pat
     assert analysed == (0,)
 
 
+@pytest.mark.slow
 def test_sessions_show_and_export_read_a_database_file_nobody_may_write(db_path: Path) -> None:
     import shutil
     import subprocess
 
-    from tests.conftest import MCPTAPE, ROOT
+    from tests.helpers.paths import MCPTAPE, ROOT
 
     with open_store(str(db_path)) as store:
         writer = store.writer()

@@ -25,8 +25,10 @@ from mcptape.store import open_store
 from mcptape.store.correlation import Correlator
 from mcptape.store.rows import FRAME_COLUMNS, frame_row
 from mcptape.wire.frame import Frame
-from tests.conftest import CORPUS
-from tests.postgres import Postgres, private_server
+from tests.helpers.paths import CORPUS
+from tests.helpers.postgres import Postgres, private_server
+
+pytestmark = pytest.mark.slow
 
 T0 = 1_700_000_000.0
 VIEW_QUERIES = {

@@ -15,7 +15,8 @@ from mcptape.migrations.frozen import views_0001, views_0004
 from mcptape.migrations.frozen.views_0001 import VIEWS_V1
 from mcptape.store import Store, open_store
 from mcptape.wire.frame import Frame
-from tests.conftest import CORPUS
+from tests.helpers.db import session_rows
+from tests.helpers.paths import CORPUS
 
 T0 = 1_700_000_000.0
 
@@ -44,13 +45,6 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[sqlite3
     conn.close()
 
 
-def query(
-    recorded: tuple[sqlite3.Connection, dict[str, str]], sql: str, session: str
-) -> list[dict[str, Any]]:
-    conn, ids = recorded
-    return [dict(row) for row in conn.execute(sql, {"s": ids[session]})]
-
-
 def test_every_corpus_request_is_paired_with_its_response(recorded: Any) -> None:
     conn, _ = recorded
     requests = conn.execute("SELECT count(*) FROM frames WHERE kind = 'request'").fetchone()[0]
@@ -59,7 +53,7 @@ def test_every_corpus_request_is_paired_with_its_response(recorded: Any) -> None
 
 
 def test_id_0_correlates_both_ways_initialize_and_sampling(recorded: Any) -> None:
-    rows = query(
+    rows = session_rows(
         recorded,
         "SELECT direction, method, request_seq, response_seq, answered_by, is_error FROM exchanges"
         " WHERE session_id = :s AND rpc_id = '0' ORDER BY request_seq",
@@ -72,7 +66,7 @@ def test_id_0_correlates_both_ways_initialize_and_sampling(recorded: Any) -> Non
 
 
 def test_exchange_times_and_latency_come_from_the_frames(recorded: Any) -> None:
-    [row] = query(
+    [row] = session_rows(
         recorded,
         "SELECT requested_at, responded_at, latency_ms, request, response FROM exchanges"
         " WHERE session_id = :s AND method = 'ping'",
@@ -86,7 +80,7 @@ def test_exchange_times_and_latency_come_from_the_frames(recorded: Any) -> None:
 
 
 def test_unknown_tool_call_is_an_error_and_echo_is_not(recorded: Any) -> None:
-    rows = query(
+    rows = session_rows(
         recorded,
         "SELECT tool, arguments, is_error, result FROM tool_calls WHERE session_id = :s ORDER BY request_seq",
         "everything-ts-client",
@@ -104,13 +98,13 @@ def test_unknown_tool_call_is_an_error_and_echo_is_not(recorded: Any) -> None:
 
 
 def test_tool_calls_have_latency_and_request_time(recorded: Any) -> None:
-    rows = query(
+    rows = session_rows(
         recorded,
         "SELECT latency_ms, requested_at FROM tool_calls WHERE session_id = :s",
         "everything-ts-client",
     )
     assert all(row["latency_ms"] > 0 and row["requested_at"] > T0 for row in rows)
-    [slow] = query(
+    [slow] = session_rows(
         recorded,
         "SELECT latency_ms FROM tool_calls WHERE session_id = :s AND tool = 'trigger-long-running-operation'",
         "everything-ts-client",
@@ -119,7 +113,7 @@ def test_tool_calls_have_latency_and_request_time(recorded: Any) -> None:
 
 
 def test_json_rpc_error_is_decoded_into_code_and_message(recorded: Any) -> None:
-    [row] = query(
+    [row] = session_rows(
         recorded,
         "SELECT method, is_error, error_code, error_message FROM exchanges WHERE session_id = :s AND is_error = 1",
         "everything-py-client",
@@ -133,7 +127,7 @@ def test_json_rpc_error_is_decoded_into_code_and_message(recorded: Any) -> None:
 
 
 def test_log_messages_have_level_logger_and_data(recorded: Any) -> None:
-    rows = query(
+    rows = session_rows(
         recorded,
         "SELECT seq, direction, level, logger, data FROM log_messages WHERE session_id = :s",
         "everything-ts-client",
@@ -150,7 +144,7 @@ def test_log_messages_have_level_logger_and_data(recorded: Any) -> None:
 
 
 def test_server_requests_are_sampling_elicitation_and_roots_answered_by_the_client(recorded: Any) -> None:
-    rows = query(
+    rows = session_rows(
         recorded,
         "SELECT method, rpc_id, answered_by, is_error, latency_ms FROM server_requests"
         " WHERE session_id = :s ORDER BY requested_at",
@@ -165,7 +159,7 @@ def test_server_requests_are_sampling_elicitation_and_roots_answered_by_the_clie
 
 
 def test_2026_session_without_initialize_has_its_tool_call(recorded: Any) -> None:
-    rows = query(
+    rows = session_rows(
         recorded,
         "SELECT tool, is_error, result FROM tool_calls WHERE session_id = :s",
         "py2026-client-server",

@@ -32,8 +32,9 @@ from mcptape.store.rows import FRAME_COLUMNS, frame_row
 from mcptape.store.schema import frames
 from mcptape.store.views import CURRENT
 from mcptape.wire.frame import Direction, Frame, Origin, classify_message
-from tests.conftest import CORPUS, MCPTAPE, ROOT
-from tests.postgres import Postgres, private_server
+from tests.helpers.db import session_rows
+from tests.helpers.paths import CORPUS, MCPTAPE, ROOT
+from tests.helpers.postgres import Postgres, private_server
 
 T0 = 1_700_000_000.0
 # (direction, origin, frame text, seconds after T0)
@@ -211,13 +212,6 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[sqlite3
     conn.close()
 
 
-def query(
-    recorded: tuple[sqlite3.Connection, dict[str, str]], sql: str, session: str
-) -> list[dict[str, Any]]:
-    conn, ids = recorded
-    return [dict(row) for row in conn.execute(sql, {"s": ids[session]})]
-
-
 EXCHANGE = (
     "SELECT method, rpc_id, request_seq, request_batch_index, response_seq, response_batch_index,"
     " latency_ms, is_error, error_code, error_message, answered_by, request, response"
@@ -226,7 +220,7 @@ EXCHANGE = (
 
 
 def test_batch_of_requests_answered_by_a_batch_pairs_each_request_with_its_element(recorded: Any) -> None:
-    rows = query(recorded, EXCHANGE, "batch-to-batch")
+    rows = session_rows(recorded, EXCHANGE, "batch-to-batch")
     assert [
         (r["method"], r["rpc_id"], r["request_seq"], r["request_batch_index"], r["response_seq"], r["response_batch_index"])
         for r in rows
@@ -239,7 +233,7 @@ def test_batch_of_requests_answered_by_a_batch_pairs_each_request_with_its_eleme
         "result": {"content": [{"type": "text", "text": "a"}]},
     }
     assert json.loads(rows[1]["response"])["result"] == {}
-    [call] = query(
+    [call] = session_rows(
         recorded,
         "SELECT tool, arguments, is_error, result FROM tool_calls WHERE session_id = :s",
         "batch-to-batch",
@@ -249,7 +243,7 @@ def test_batch_of_requests_answered_by_a_batch_pairs_each_request_with_its_eleme
 
 
 def test_batch_of_requests_answered_by_separate_responses_pairs_each_with_its_frame(recorded: Any) -> None:
-    rows = query(recorded, EXCHANGE, "batch-to-singles")
+    rows = session_rows(recorded, EXCHANGE, "batch-to-singles")
     assert [
         (r["method"], r["rpc_id"], r["request_batch_index"], r["response_seq"], r["response_batch_index"], r["is_error"])
         for r in rows
@@ -259,17 +253,17 @@ def test_batch_of_requests_answered_by_separate_responses_pairs_each_with_its_fr
 
 
 def test_plain_request_answered_inside_a_batch_is_paired_and_its_error_decoded(recorded: Any) -> None:
-    rows = query(recorded, EXCHANGE, "single-to-batch")
+    rows = session_rows(recorded, EXCHANGE, "single-to-batch")
     call = rows[0]
     where = (call["method"], call["request_batch_index"], call["response_seq"], call["response_batch_index"])
     assert where == ("tools/call", None, 2, 1)
     assert (call["is_error"], call["error_code"], call["error_message"]) == (1, -32603, "boom")
     assert call["latency_ms"] == pytest.approx(500.0)
-    [log] = query(
+    [log] = session_rows(
         recorded, "SELECT seq, level, logger, data FROM log_messages WHERE session_id = :s", "single-to-batch"
     )
     assert log == {"seq": 2, "level": "info", "logger": "srv", "data": '"working"'}
-    [asked] = query(
+    [asked] = session_rows(
         recorded,
         "SELECT method, rpc_id, request_seq, answered_by, is_error, latency_ms, style, input_key"
         " FROM server_requests WHERE session_id = :s",
@@ -288,7 +282,7 @@ def test_plain_request_answered_inside_a_batch_is_paired_and_its_error_decoded(r
 
 
 def test_notification_in_a_batch_is_a_message_but_not_an_exchange(recorded: Any) -> None:
-    rows = query(
+    rows = session_rows(
         recorded,
         "SELECT seq, batch_index, direction, origin, kind, method, rpc_id, text, ts FROM messages"
         " WHERE session_id = :s ORDER BY seq, batch_index",
@@ -305,7 +299,9 @@ def test_notification_in_a_batch_is_a_message_but_not_an_exchange(recorded: Any)
     assert {(r["direction"], r["origin"], r["ts"]) for r in rows[:3]} == {("c2s", "client", T0 + 1.0)}
     methods = [
         r["method"]
-        for r in query(recorded, "SELECT method FROM exchanges WHERE session_id = :s", "batch-to-batch")
+        for r in session_rows(
+            recorded, "SELECT method FROM exchanges WHERE session_id = :s", "batch-to-batch"
+        )
     ]
     assert sorted(methods) == ["ping", "tools/call"]
 
@@ -327,7 +323,7 @@ def test_plain_frames_are_messages_with_the_recorders_columns(recorded: Any) -> 
 
 
 def test_ids_1_and_string_1_in_batches_stay_distinct(recorded: Any) -> None:
-    rows = query(
+    rows = session_rows(
         recorded,
         "SELECT rpc_id, request, response, response_batch_index FROM exchanges WHERE session_id = :s ORDER BY rpc_id",
         "ids-1-and-string-1",
@@ -337,7 +333,7 @@ def test_ids_1_and_string_1_in_batches_stay_distinct(recorded: Any) -> None:
         for r in rows
     ]  # fmt: skip
     assert pairs == [('"1"', "string", "string", 0), ("1", "number", "number", 1)]
-    calls = query(
+    calls = session_rows(
         recorded,
         "SELECT tool, result FROM tool_calls WHERE session_id = :s ORDER BY tool",
         "ids-1-and-string-1",
@@ -418,7 +414,7 @@ INPUT_ROWS = (
 def test_each_input_request_is_a_server_request_answered_by_the_retry_that_carries_its_key(
     recorded: Any,
 ) -> None:
-    rows = query(recorded, INPUT_ROWS, "input-required")
+    rows = session_rows(recorded, INPUT_ROWS, "input-required")
     got = [
         (
             r["request_seq"],
@@ -446,7 +442,7 @@ def test_each_input_request_is_a_server_request_answered_by_the_retry_that_carri
 
 
 def test_tool_calls_leave_out_rounds_that_were_retried_and_keep_the_one_that_was_not(recorded: Any) -> None:
-    rows = query(
+    rows = session_rows(
         recorded,
         "SELECT request_seq, arguments, is_error, result FROM tool_calls WHERE session_id = :s ORDER BY request_seq",
         "input-required",
@@ -458,7 +454,9 @@ def test_tool_calls_leave_out_rounds_that_were_retried_and_keep_the_one_that_was
     ]
     assert json.loads(rows[0]["result"])["content"][0]["text"] == "b on Friday"
     assert json.loads(rows[2]["result"])["resultType"] == "input_required"
-    [rounds] = query(recorded, "SELECT count(*) AS n FROM exchanges WHERE session_id = :s", "input-required")
+    [rounds] = session_rows(
+        recorded, "SELECT count(*) AS n FROM exchanges WHERE session_id = :s", "input-required"
+    )
     assert rounds["n"] == 7  # every round is still an exchange
 
 
@@ -490,6 +488,7 @@ def run_greetings(db: Path) -> tuple[str, str]:
     return anyio.run(main)
 
 
+@pytest.mark.slow
 def test_2026_input_required_elicitation_recorded_through_record_is_a_server_request(db_path: Path) -> None:
     greeting, refusal = run_greetings(db_path)
     assert greeting == "Hello, Ada!" and "closed the dialog" in refusal
@@ -571,7 +570,7 @@ def test_database_at_0001_with_rows_is_migrated_on_open_and_its_views_see_batche
             "SELECT session_id, method, response_batch_index FROM exchanges ORDER BY request_batch_index"
         ).all()
         messages = conn.exec_driver_sql("SELECT count(*) FROM messages").scalar()
-    assert revision_of(db_path) == runner.HEAD_REVISION == "0004"
+    assert revision_of(db_path) == runner.HEAD_REVISION
     assert set(views_of(db_path)) == {view.name for view in CURRENT}
     assert [tuple(row) for row in pairs] == [(session_id, "tools/call", 1), (session_id, "ping", 0)]
     assert messages == 5
@@ -709,6 +708,7 @@ def answers(store: Store) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_postgresql_v2_views_answer_like_the_sqlite_ones_after_migrating_from_0001(
     postgres: Postgres, db_path: Path
 ) -> None:
@@ -735,6 +735,7 @@ def test_postgresql_v2_views_answer_like_the_sqlite_ones_after_migrating_from_00
     assert len(expected["messages"]) == wire_messages + len(ELEMENTS) + len(CUT)
 
 
+@pytest.mark.slow
 def test_postgresql_downgrade_to_0001_restores_the_0001_views(postgres: Postgres) -> None:
     from alembic import command
 
@@ -753,6 +754,7 @@ def test_postgresql_downgrade_to_0001_restores_the_0001_views(postgres: Postgres
         assert conn.exec_driver_sql("SELECT count(*) FROM exchanges").scalar() == 2
 
 
+@pytest.mark.slow
 def test_postgresql_views_answer_when_the_planner_would_go_parallel(postgres: Postgres) -> None:
     # mcptape_jsonb catches bad JSON in a subtransaction, which a parallel worker cannot
     # start; the 0001 function was labelled PARALLEL SAFE, so large tables failed.

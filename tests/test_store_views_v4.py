@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,10 +28,11 @@ from mcptape.store import Store, open_store
 from mcptape.store.engine import open_unmigrated
 from mcptape.store.views import CURRENT
 from mcptape.wire.frame import Frame
-from tests.conftest import MCPTAPE, ROOT, everything_server_cmd
-from tests.gateway_proc import GatewayProcess
-from tests.http_servers import everything_http
-from tests.postgres import Postgres, private_server
+from tests.helpers.db import query
+from tests.helpers.gateway_proc import GatewayProcess
+from tests.helpers.http_servers import everything_http
+from tests.helpers.paths import MCPTAPE, ROOT, everything_server_cmd
+from tests.helpers.postgres import Postgres, private_server
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -42,14 +42,6 @@ SAMPLE = {
     "content": {"type": "text", "text": "canned by mcptape"},
     "model": "tape-model",
 }
-
-
-def rows(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def record_params(db: Path, *options: str) -> StdioServerParameters:
@@ -89,8 +81,9 @@ def partly_injected(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_a_request_a_proxy_edit_replaced_is_not_an_unanswered_exchange(partly_injected: Path) -> None:
-    replaced = rows(
+    replaced = query(
         partly_injected,
         "select o.seq, o.method from frames as o join frames as n on n.session_id = o.session_id"
         " and n.seq = o.seq + 1 and json_extract(n.meta, '$.replaces') = o.seq where o.kind = 'request'"
@@ -99,25 +92,28 @@ def test_a_request_a_proxy_edit_replaced_is_not_an_unanswered_exchange(partly_in
     methods = [m for _, m in replaced]
     # The handshake, the call and the client's retry all gained the declared capabilities.
     assert methods.count("tools/call") == 2 and "server/discover" in methods
-    listed = {seq for (seq,) in rows(partly_injected, "select request_seq from exchanges")}
+    listed = {seq for (seq,) in query(partly_injected, "select request_seq from exchanges")}
     assert not listed & {seq for seq, _ in replaced}
-    assert rows(partly_injected, "select method from exchanges where response_seq is null") == []
+    assert query(partly_injected, "select method from exchanges where response_seq is null") == []
     # The replacements carry the exchanges: each answered, and one tool call with its result.
     assert {seq + 1 for seq, _ in replaced} <= listed
-    calls = rows(
+    calls = query(
         partly_injected, "select tool, is_error, json_extract(result, '$.content[0].text') from tool_calls"
     )
     assert calls == [("plan_trip", 0, "Bo goes to Oslo: canned by mcptape [tape-model] roots=file:///trips")]
 
 
+@pytest.mark.slow
 def test_questions_are_listed_once_as_the_server_asked_them_with_who_answered(partly_injected: Path) -> None:
     # mcptape forwards a trimmed copy of the round (origin proxy) holding the client's question.
-    copies = rows(
+    copies = query(
         partly_injected,
         "select count(*) from frames where origin = 'proxy' and direction = 's2c' and text like '%input_required%'",
     )
     assert copies[0][0] >= 1
-    answered = rows(partly_injected, "select method, answered_by, style from server_requests order by method")
+    answered = query(
+        partly_injected, "select method, answered_by, style from server_requests order by method"
+    )
     assert answered == [
         ("elicitation/create", "client", "input_required"),
         ("roots/list", "proxy", "input_required"),
@@ -125,19 +121,20 @@ def test_questions_are_listed_once_as_the_server_asked_them_with_who_answered(pa
     ]
 
 
+@pytest.mark.slow
 def test_fully_injected_rounds_list_each_question_once_answered_by_the_proxy(tmp_path: Path) -> None:
     db = tmp_path / "all.db"
     assert (
         plan_trip(db, client_elicits=False)
         == "Ada goes to Oslo: canned by mcptape [tape-model] roots=file:///trips"
     )
-    assert rows(db, "select method, answered_by from server_requests order by method") == [
+    assert query(db, "select method, answered_by from server_requests order by method") == [
         ("elicitation/create", "proxy"),
         ("roots/list", "proxy"),
         ("sampling/createMessage", "proxy"),
     ]
-    assert rows(db, "select method from exchanges where response_seq is null") == []
-    assert rows(db, "select tool, is_error from tool_calls") == [("plan_trip", 0)]
+    assert query(db, "select method from exchanges where response_seq is null") == []
+    assert query(db, "select tool, is_error from tool_calls") == [("plan_trip", 0)]
 
 
 # -- http_frames: a real gateway in front of a real streamable HTTP server ---------------------
@@ -173,16 +170,17 @@ HTTP = (
 )
 
 
+@pytest.mark.slow
 def test_http_frames_say_how_each_frame_of_a_gateway_session_travelled(gateway_recording: Path) -> None:
     # Every frame the gateway recorded travelled over HTTP.
-    assert rows(gateway_recording, "select count(*) from http_frames") == rows(
+    assert query(gateway_recording, "select count(*) from http_frames") == query(
         gateway_recording, "select count(*) from frames"
     )
     # The SDK client first tried 2026-07-28 (server/discover), which the server refused with a 400.
-    assert rows(gateway_recording, "select method, status, sse from http_frames where kind = 'error'") == [
+    assert query(gateway_recording, "select method, status, sse from http_frames where kind = 'error'") == [
         (None, 400, 0)
     ]
-    got = rows(gateway_recording, HTTP)
+    got = query(gateway_recording, HTTP)
     requests = [r for r in got if r[0] == "c2s"]
     replies = [r for r in got if r[1] in ("response", "error")]
     assert [r[2] for r in replies] == ["initialize", "tools/list", "tools/call"]
@@ -197,7 +195,7 @@ def test_http_frames_say_how_each_frame_of_a_gateway_session_travelled(gateway_r
     assert any(r[7] == 1 for r in replies)
     # Which session id the server minted: on every reply, and the one the gateway logged.
     minted = {r[9] for r in replies}
-    [(logged,)] = rows(
+    [(logged,)] = query(
         gateway_recording, "select json_extract(data, '$.session_id') from events where kind = 'http_session'"
     )
     assert minted == {logged} and logged
@@ -205,6 +203,7 @@ def test_http_frames_say_how_each_frame_of_a_gateway_session_travelled(gateway_r
     assert len(versions) == 1 and None not in versions  # MCP-Protocol-Version after the handshake
 
 
+@pytest.mark.slow
 def test_http_frames_of_a_stdio_upstream_behind_the_gateway_name_their_client_stream(tmp_path: Path) -> None:
     db = tmp_path / "stdio.db"
     server = everything_server_cmd()
@@ -216,26 +215,27 @@ def test_http_frames_of_a_stdio_upstream_behind_the_gateway_name_their_client_st
     finally:
         assert gateway.stop() == 0, gateway.stderr
     session = "(select session_id from frames where method = 'initialize')"
-    replies = rows(
+    replies = query(
         db,
         "select method, http_method, stream, status, sse, event_id is not null from http_frames"
         f" where direction = 's2c' and kind = 'response' and session_id = {session} order by seq",
     )
     assert replies == [(m, "POST", "post", 200, 1, 1) for m in ("initialize", "tools/list", "tools/call")]
     # The session id mcptape minted comes with the answer to initialize; the client sends it back.
-    [(minted,)] = rows(
+    [(minted,)] = query(
         db, "select http_session_id from http_frames where method = 'initialize' and direction = 's2c'"
     )
-    sent = rows(
+    sent = query(
         db,
         f"select distinct http_session_id from http_frames where direction = 'c2s' and session_id = {session}",
     )
     assert minted and set(sent) == {(None,), (minted,)}
 
 
+@pytest.mark.slow
 def test_frames_without_http_metadata_are_not_http_frames(partly_injected: Path) -> None:
-    assert rows(partly_injected, "select count(*) from http_frames") == [(0,)]
-    assert rows(partly_injected, "select count(*) from frames where meta is not null")[0][0] > 0
+    assert query(partly_injected, "select count(*) from http_frames") == [(0,)]
+    assert query(partly_injected, "select count(*) from frames where meta is not null")[0][0] > 0
 
 
 # -- migrations and PostgreSQL --------------------------------------------------------------------
@@ -312,10 +312,8 @@ def test_database_at_0003_with_rows_upgrades_to_0004_and_downgrades_back(db_path
     assert [tuple(r) for r in before] == [(1,), (4,)]  # 0003 listed the replaced request
     with open_store(str(db_path)) as store:
         assert answers(store) == EXPECTED
-    assert (
-        rows(db_path, "select version_num from alembic_version") == [("0004",)] == [(runner.HEAD_REVISION,)]
-    )
-    views = dict(rows(db_path, "select name, sql from sqlite_master where type = 'view'"))
+    assert query(db_path, "select version_num from alembic_version") == [(runner.HEAD_REVISION,)]
+    views = dict(query(db_path, "select name, sql from sqlite_master where type = 'view'"))
     assert views == {v.name: f"CREATE VIEW {v.name} AS {v.sqlite.strip()}" for v in CURRENT}
     store = open_at(str(db_path), "0004")
     from alembic import command
@@ -325,7 +323,7 @@ def test_database_at_0003_with_rows_upgrades_to_0004_and_downgrades_back(db_path
         config.attributes["connection"] = conn
         command.downgrade(config, "0003")
     store.close()
-    views = dict(rows(db_path, "select name, sql from sqlite_master where type = 'view'"))
+    views = dict(query(db_path, "select name, sql from sqlite_master where type = 'view'"))
     assert views == {v.name: f"CREATE VIEW {v.name} AS {v.sqlite.strip()}" for v in views_0003.VIEWS_V3}
 
 
@@ -335,6 +333,7 @@ def postgres() -> Iterator[Postgres]:
         yield server
 
 
+@pytest.mark.slow
 def test_postgresql_database_at_0003_upgrades_and_its_views_answer_like_sqlite(postgres: Postgres) -> None:
     database = postgres.create_database()
     old = open_at(postgres.url(database), "0003")
@@ -343,7 +342,7 @@ def test_postgresql_database_at_0003_upgrades_and_its_views_answer_like_sqlite(p
     with open_store(postgres.url(database)) as store:
         assert store.engine.dialect.name == "postgresql"
         assert answers(store) == EXPECTED
-    assert postgres.query(database, "select version_num from alembic_version") == [("0004",)]
+    assert postgres.query(database, "select version_num from alembic_version") == [(runner.HEAD_REVISION,)]
     views = postgres.query(database, "select viewname from pg_views where schemaname = 'public'")
     assert sorted(name for (name,) in views) == sorted(v.name for v in CURRENT)
     store = open_at(postgres.url(database), "0004")
@@ -359,6 +358,7 @@ def test_postgresql_database_at_0003_upgrades_and_its_views_answer_like_sqlite(p
     assert postgres.query(database, "select count(*) from exchanges where response_seq is null") == [(2,)]
 
 
+@pytest.mark.slow
 def test_postgresql_views_read_texts_a_direct_cast_would_refuse(postgres: Postgres) -> None:
     # The views cast most texts directly (no call per row); these ones must not reach a
     # direct jsonb cast, or the whole query would fail: jsonb refuses \\u0000 and numbers

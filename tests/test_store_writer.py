@@ -18,6 +18,7 @@ from mcptape.store import Store, StoreError, WriterClosedError, open_store
 from mcptape.store.backlog import Backlog
 from mcptape.store.rows import CUT_PREVIEW_BYTES, MAX_FRAME_BYTES
 from mcptape.wire.frame import Frame
+from tests.helpers.db import query
 
 
 @pytest.fixture
@@ -33,11 +34,6 @@ def request(rpc_id: object, method: str = "ping") -> bytes:
 
 def result(rpc_id: object, value: object = None) -> bytes:
     return orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "result": value or {}})
-
-
-def rows(db_path: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
-    with sqlite3.connect(db_path) as conn:
-        return conn.execute(sql, params).fetchall()
 
 
 class WriteLock:
@@ -66,8 +62,8 @@ def test_ids_1_and_quoted_1_stay_distinct_and_correlate_separately(store: Store,
     ):
         writer.add_frame(sid, seq, frame)
     writer.close()
-    assert rows(db_path, "SELECT rpc_id FROM frames ORDER BY seq") == [("1",), ('"1"',), ('"1"',), ("1",)]
-    assert rows(db_path, "SELECT rpc_id, request_seq, response_seq FROM exchanges ORDER BY request_seq") == [
+    assert query(db_path, "SELECT rpc_id FROM frames ORDER BY seq") == [("1",), ('"1"',), ('"1"',), ("1",)]
+    assert query(db_path, "SELECT rpc_id, request_seq, response_seq FROM exchanges ORDER BY request_seq") == [
         ("1", 1, 4),
         ('"1"', 2, 3),
     ]
@@ -79,7 +75,7 @@ def test_invalid_utf8_frame_is_recovered_byte_for_byte(store: Store, db_path: Pa
     writer = store.writer()
     writer.add_frame(sid, 1, Frame(data, "s2c"))
     writer.close()
-    [(text, raw, size, kind)] = rows(db_path, "SELECT text, raw, size, kind FROM frames")
+    [(text, raw, size, kind)] = query(db_path, "SELECT text, raw, size, kind FROM frames")
     assert raw == data
     assert size == len(data)
     assert "\ufffd" in str(text)
@@ -92,7 +88,7 @@ def test_valid_utf8_frame_keeps_only_text(store: Store, db_path: Path) -> None:
     writer = store.writer()
     writer.add_frame(sid, 1, Frame(data, "s2c", meta={"stream": "post", "status": 200}))
     writer.close()
-    [(text, raw, meta)] = rows(db_path, "SELECT text, raw, meta FROM frames")
+    [(text, raw, meta)] = query(db_path, "SELECT text, raw, meta FROM frames")
     assert str(text).encode() == data and raw is None
     assert orjson.loads(str(meta)) == {"stream": "post", "status": 200}
 
@@ -103,7 +99,7 @@ def test_nul_byte_frame_keeps_its_exact_bytes_in_raw(store: Store, db_path: Path
     writer = store.writer()
     writer.add_frame(sid, 1, Frame(data, "c2s"))
     writer.close()
-    [(text, raw)] = rows(db_path, "SELECT text, raw FROM frames")
+    [(text, raw)] = query(db_path, "SELECT text, raw FROM frames")
     assert raw == data and "\x00" not in str(text)
 
 
@@ -117,7 +113,7 @@ def test_frame_over_64_mib_is_cut_keeping_its_full_size_and_a_truncated_flag(
     writer.add_frame(sid, 1, Frame(data, "s2c", meta={"stream": "get"}))
     writer.close()
     assert writer.errors == []
-    [(size, kind, text_length, raw_length, raw_head, meta)] = rows(
+    [(size, kind, text_length, raw_length, raw_head, meta)] = query(
         db_path,
         "SELECT size, kind, length(CAST(text AS BLOB)), length(raw), substr(raw, 1, ?), meta FROM frames",
         len(head),
@@ -128,7 +124,7 @@ def test_frame_over_64_mib_is_cut_keeping_its_full_size_and_a_truncated_flag(
     assert text_length == CUT_PREVIEW_BYTES  # the bytes are stored once, in raw; text is a preview
     assert orjson.loads(str(meta)) == {"stream": "get", "truncated": True}
     # The cut frame is no longer JSON; the views must still answer.
-    assert rows(db_path, "SELECT count(*) FROM exchanges") == [(0,)]
+    assert query(db_path, "SELECT count(*) FROM exchanges") == [(0,)]
 
 
 def test_burst_of_10000_frames_is_all_written_in_order(store: Store, db_path: Path) -> None:
@@ -141,13 +137,13 @@ def test_burst_of_10000_frames_is_all_written_in_order(store: Store, db_path: Pa
             writer.add_frame(sid, seq, Frame(result(seq // 2 - 1), "s2c"))
     writer.flush()
     assert writer.frames_written == 10_000 and writer.errors == []
-    assert rows(db_path, "SELECT count(*), min(seq), max(seq) FROM frames") == [(10_000, 1, 10_000)]
+    assert query(db_path, "SELECT count(*), min(seq), max(seq) FROM frames") == [(10_000, 1, 10_000)]
     # Inserted in queue order: ids follow seqs.
     out_of_order = (
         "SELECT count(*) FROM (SELECT seq, lag(seq) OVER (ORDER BY id) AS previous FROM frames)"
         " WHERE seq <> previous + 1"
     )
-    assert rows(db_path, out_of_order) == [(0,)]
+    assert query(db_path, out_of_order) == [(0,)]
     writer.close()
 
 
@@ -176,7 +172,7 @@ def test_frames_events_and_session_updates_are_applied_in_the_order_queued(
     writer.add_frame(sid, 3, Frame(request(2), "c2s"))
     writer.update_session(sid, status="ok", ended_at=2.0)
     writer.close()
-    assert [what for (what,) in rows(db_path, "SELECT what FROM applied ORDER BY id")] == [
+    assert [what for (what,) in query(db_path, "SELECT what FROM applied ORDER BY id")] == [
         "frame 1",
         "session greeted",
         "event one",
@@ -185,7 +181,7 @@ def test_frames_events_and_session_updates_are_applied_in_the_order_queued(
         "frame 3",
         "session ok",
     ]
-    assert rows(db_path, "SELECT kind, text, data FROM events ORDER BY id") == [
+    assert query(db_path, "SELECT kind, text, data FROM events ORDER BY id") == [
         ("stderr", "one", '{"line":1}'),
         ("stderr", "two", None),
     ]
@@ -242,7 +238,7 @@ def test_a_lock_held_by_another_process_holds_no_producer_back_and_every_frame_l
     assert not writer.waiting_for_lock and not writer.over_limit
     writer.close()
     assert writer.errors == []
-    assert rows(db_path, "SELECT count(*) FROM frames") == [(101,)]
+    assert query(db_path, "SELECT count(*) FROM frames") == [(101,)]
 
 
 def test_drain_returns_at_once_when_under_the_limit(store: Store) -> None:
@@ -278,7 +274,7 @@ def test_flush_with_a_timeout_reports_a_writer_that_cannot_catch_up(store: Store
         writer.flush(timeout=0.2)
     lock.release()
     writer.flush()
-    assert rows(db_path, "SELECT count(*) FROM frames") == [(1,)]
+    assert query(db_path, "SELECT count(*) FROM frames") == [(1,)]
 
 
 def test_a_bad_row_is_reported_once_and_the_rest_of_its_batch_is_written(
@@ -293,7 +289,7 @@ def test_a_bad_row_is_reported_once_and_the_rest_of_its_batch_is_written(
     writer.flush()
     writer.add_frame(sid, 3, Frame(request(5), "c2s"))
     writer.close()
-    assert rows(db_path, "SELECT seq, rpc_id FROM frames ORDER BY seq") == [(1, "1"), (2, "4"), (3, "5")]
+    assert query(db_path, "SELECT seq, rpc_id FROM frames ORDER BY seq") == [(1, "1"), (2, "4"), (3, "5")]
     assert writer.frames_written == 3
     assert any("FOREIGN KEY" in error for error in writer.errors)
     assert any("UNIQUE" in error for error in writer.errors)
@@ -309,7 +305,7 @@ def test_close_flushes_is_idempotent_and_a_frame_queued_after_it_raises(store: S
         writer.add_frame(sid, seq, Frame(request(seq), "c2s"))
     assert writer.close() is True
     assert writer.close() is True
-    assert rows(db_path, "SELECT count(*) FROM frames") == [(50,)]
+    assert query(db_path, "SELECT count(*) FROM frames") == [(50,)]
     with pytest.raises(WriterClosedError, match="after the recording writer was closed"):
         writer.add_frame(sid, 51, Frame(request(51), "c2s"))
     writer.flush()
@@ -331,7 +327,7 @@ def test_close_from_a_signal_handler_flushes_without_deadlock(store: Store, db_p
     finally:
         signal.signal(signal.SIGUSR1, previous)
     assert writer.close()
-    [(count, last)] = rows(db_path, "SELECT count(*), max(seq) FROM frames")
+    [(count, last)] = query(db_path, "SELECT count(*), max(seq) FROM frames")
     # Everything queued before close() is in; the first frame after it raised, none was lost.
     assert count == last == seq - 1 and count >= 5_000
     assert writer.errors == []
@@ -356,7 +352,7 @@ def test_writer_retries_past_the_busy_timeout_and_drops_nothing(
         writer.flush(timeout=60)
         releaser.join()
         writer.close()
-    assert rows(db_path, "SELECT count(*) FROM frames") == [(30,)]
+    assert query(db_path, "SELECT count(*) FROM frames") == [(30,)]
     assert writer.errors == []
     stderr = capfd.readouterr().err
     assert stderr.count("mcptape: waiting for the database lock held by another process (") == 1
@@ -390,17 +386,17 @@ def test_a_response_is_stored_with_its_requests_method_and_seq(store: Store, db_
         sid, 4, Frame(b'{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"no"}}', "s2c", "proxy")
     )
     writer.close()
-    assert rows(db_path, "SELECT seq, kind, method, request_seq FROM frames ORDER BY seq") == [
+    assert query(db_path, "SELECT seq, kind, method, request_seq FROM frames ORDER BY seq") == [
         (1, "request", "tools/list", None),
         (2, "response", "tools/list", 1),
         (3, "request", "ping", None),
         (4, "error", "ping", 3),
     ]
-    assert rows(db_path, "SELECT method, count(*) FROM frames GROUP BY 1 ORDER BY 1") == [
+    assert query(db_path, "SELECT method, count(*) FROM frames GROUP BY 1 ORDER BY 1") == [
         ("ping", 2),
         ("tools/list", 2),
     ]
-    assert rows(db_path, "SELECT request_seq, response_seq, answered_by FROM exchanges ORDER BY 1") == [
+    assert query(db_path, "SELECT request_seq, response_seq, answered_by FROM exchanges ORDER BY 1") == [
         (1, 2, "server"),
         (3, 4, "proxy"),
     ]
@@ -413,13 +409,13 @@ def test_create_session_is_queued_and_written_before_the_frames_that_follow(
     lock = WriteLock(db_path)  # the database is busy: create_session must not wait for it
     sid = writer.create_session(mode="proxy", name="gw", transport="http->stdio")
     writer.add_frame(sid, 1, Frame(request(1), "c2s"))
-    assert len(sid) == 32 and rows(db_path, "SELECT count(*) FROM sessions") == [(0,)]
+    assert len(sid) == 32 and query(db_path, "SELECT count(*) FROM sessions") == [(0,)]
     lock.release()
     writer.close()
-    assert rows(db_path, "SELECT id, mode, name, transport, status, pid FROM sessions") == [
+    assert query(db_path, "SELECT id, mode, name, transport, status, pid FROM sessions") == [
         (sid, "proxy", "gw", "http->stdio", "running", os.getpid())
     ]
-    assert rows(db_path, "SELECT session_id FROM frames") == [(sid,)]
+    assert query(db_path, "SELECT session_id FROM frames") == [(sid,)]
     with pytest.raises(TypeError, match="needs a mode"):
         store.writer().create_session(name="no mode")
 
@@ -449,7 +445,7 @@ def test_aflush_waits_on_the_loop_without_blocking_it(store: Store, db_path: Pat
     timed_out, ticks, flushed = asyncio.run(scenario())
     assert timed_out is False and flushed is True
     assert ticks >= 5  # the loop kept turning while aflush waited
-    assert rows(db_path, "SELECT count(*) FROM frames") == [(1,)]
+    assert query(db_path, "SELECT count(*) FROM frames") == [(1,)]
     writer.close()
 
 
@@ -466,7 +462,7 @@ def test_close_with_a_timeout_returns_false_while_locked_and_says_so_once_then_w
         writer.add_frame(sid, 31, Frame(request(31), "c2s"))
     lock.release()
     assert writer.close() is True  # nothing queued before close is dropped
-    assert rows(db_path, "SELECT count(*) FROM frames") == [(30,)]
+    assert query(db_path, "SELECT count(*) FROM frames") == [(30,)]
     err = capfd.readouterr().err
     assert (
         err == "mcptape: waiting for the database lock held by another process (30 frames not yet written)…\n"
@@ -516,4 +512,4 @@ def test_flush_and_close_cut_the_group_commit_linger_short(
     closer.start()
     closer.join(10)
     assert not closer.is_alive()
-    assert rows(db_path, "select seq from frames order by seq") == [(1,), (2,), (3,)]
+    assert query(db_path, "select seq from frames order by seq") == [(1,), (2,), (3,)]

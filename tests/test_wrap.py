@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from mcptape.config.wrap import mcptape_launcher, unwrap_servers, wrap_servers, wrapped_split
-from tests.conftest import MCPTAPE, ROOT
+from tests.helpers.paths import MCPTAPE, ROOT
 
 CLAUDE = ROOT / "tests" / "data" / "configs" / "claude_desktop_config.json"
 LAUNCHER = ["/opt/mcptape/bin/mcptape"]
@@ -170,6 +170,7 @@ def test_unwrap_keeps_edits_made_since_wrapping() -> None:
     assert restored["mcpServers"]["added-later"] == {"command": "deno", "args": ["run", "server.ts"]}
 
 
+@pytest.mark.slow
 def test_wrap_then_unwrap_on_a_copy_gives_the_same_json(config: Path, tmp_path: Path) -> None:
     wrapped = mcptape("wrap", config, "--db", tmp_path / "rec.db")
     assert wrapped.returncode == 0, wrapped.stderr
@@ -186,6 +187,7 @@ def test_wrap_then_unwrap_on_a_copy_gives_the_same_json(config: Path, tmp_path: 
     assert load(config) == original()
 
 
+@pytest.mark.slow
 def test_wrap_backs_up_the_original_once(config: Path) -> None:
     backup = config.with_name(config.name + ".mcptape-backup")
     assert mcptape("wrap", config, "--only", "git").returncode == 0
@@ -203,6 +205,7 @@ def test_wrap_backs_up_the_original_once(config: Path) -> None:
     assert stat.S_IMODE(previous.stat().st_mode) == 0o600
 
 
+@pytest.mark.slow
 def test_only_takes_repeated_or_comma_separated_names(config: Path) -> None:
     assert mcptape("wrap", config, "--only", "git,notes", "--only", "filesystem").returncode == 0
     servers = load(config)["mcpServers"]
@@ -212,6 +215,7 @@ def test_only_takes_repeated_or_comma_separated_names(config: Path) -> None:
     assert [name for name in servers if wrapped_split(servers[name])] == ["filesystem", "git"]
 
 
+@pytest.mark.slow
 def test_wrap_writes_in_place_keeping_mode_and_untouched_text(config: Path) -> None:
     assert mcptape("wrap", config, "--only", "filesystem").returncode == 0
     assert stat.S_IMODE(config.stat().st_mode) == 0o600
@@ -220,6 +224,7 @@ def test_wrap_writes_in_place_keeping_mode_and_untouched_text(config: Path) -> N
     assert [p.name for p in config.parent.iterdir() if p.name.endswith(".tmp")] == []
 
 
+@pytest.mark.slow
 def test_wrap_of_a_symlinked_config_replaces_the_target_and_keeps_the_link(
     config: Path, tmp_path: Path
 ) -> None:
@@ -230,6 +235,7 @@ def test_wrap_of_a_symlinked_config_replaces_the_target_and_keeps_the_link(
     assert wrapped_split(load(config)["mcpServers"]["git"]) is not None
 
 
+@pytest.mark.slow
 def test_dry_run_prints_a_diff_and_writes_nothing(config: Path) -> None:
     result = mcptape("wrap", config, "--dry-run", "--only", "git")
     assert result.returncode == 0, result.stderr
@@ -244,6 +250,7 @@ def test_dry_run_prints_a_diff_and_writes_nothing(config: Path) -> None:
     assert not config.with_name(config.name + ".mcptape-backup").exists()
 
 
+@pytest.mark.slow
 def test_unwrap_dry_run_shows_the_restoring_diff(config: Path) -> None:
     assert mcptape("wrap", config).returncode == 0
     wrapped_text = config.read_text(encoding="utf-8")
@@ -253,6 +260,7 @@ def test_unwrap_dry_run_shows_the_restoring_diff(config: Path) -> None:
     assert config.read_text(encoding="utf-8") == wrapped_text
 
 
+@pytest.mark.slow
 def test_relative_database_path_is_made_absolute(config: Path, tmp_path: Path) -> None:
     result = subprocess.run(
         [*MCPTAPE, "wrap", str(config), "--db", "rec.db", "--only", "git"],
@@ -262,6 +270,7 @@ def test_relative_database_path_is_made_absolute(config: Path, tmp_path: Path) -
     assert load(config)["mcpServers"]["git"]["args"][4] == str(tmp_path / "rec.db")
 
 
+@pytest.mark.slow
 def test_wrap_without_config_uses_the_claude_desktop_file(tmp_path: Path) -> None:
     claude_dir = tmp_path / "xdg" / "Claude"
     claude_dir.mkdir(parents=True)
@@ -285,6 +294,7 @@ def test_wrap_without_config_uses_the_claude_desktop_file(tmp_path: Path) -> Non
         ("wrap", "claude_desktop_config.json --only nope", "no server named 'nope' in the config"),
     ],
 )
+@pytest.mark.slow
 def test_user_errors_are_one_line_with_exit_status_2(
     tmp_path: Path, command: str, make: str | None, complaint: str
 ) -> None:
@@ -299,6 +309,7 @@ def test_user_errors_are_one_line_with_exit_status_2(
     assert result.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_launcher_is_an_absolute_command_that_runs_without_path() -> None:
     launcher = mcptape_launcher()
     assert os.path.isabs(launcher[0])
@@ -314,6 +325,7 @@ def test_launcher_is_an_absolute_command_that_runs_without_path() -> None:
     assert "mcptape" in result.stdout
 
 
+@pytest.mark.slow
 def test_wrapped_demo_entry_starts_the_server_through_the_recorder(tmp_path: Path) -> None:
     from mcp import Client, StdioServerParameters
 
@@ -420,6 +432,7 @@ def test_wrap_copies_continuation_alignment_instead_of_taking_it_for_indentation
     assert lines[2] == '                "b": {"command": "y"}}}'
 
 
+@pytest.mark.slow
 def test_unwrap_leaves_alone_what_wrap_did_not_write(tmp_path: Path) -> None:
     servers = {
         "ssh": {
@@ -474,6 +487,7 @@ def test_parse_wrapped_recognises_what_wrap_writes(entry: dict[str, Any], cut: i
     assert wrapped is not None and wrapped.cut == cut
 
 
+@pytest.mark.slow
 def test_unwrap_backs_up_before_it_rewrites(config: Path) -> None:
     assert mcptape("wrap", config, "--only", "git").returncode == 0
     wrapped_bytes = config.read_bytes()
@@ -518,8 +532,9 @@ def test_run_as_root_a_users_config_and_its_backups_stay_the_users(config: Path)
         assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4242, 4343, 0o640), path
 
 
+@pytest.mark.slow
 def test_a_deeply_nested_config_is_a_one_line_error(tmp_path: Path) -> None:
-    from tests.cli_errors import assert_one_line_error
+    from tests.helpers.cli_errors import assert_one_line_error
 
     path = tmp_path / "config.json"
     path.write_text('{"mcpServers": {"a": {"command": "x", "deep": ' + "[" * 50_000 + "]" * 50_000 + "}}}")
@@ -568,6 +583,7 @@ def test_wrap_remote_and_unwrap_give_back_the_bytes_and_without_a_backup_the_ent
     assert load(config) == original()
 
 
+@pytest.mark.slow
 def test_wrap_prints_the_database_it_records_into(config: Path, tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")}
     env.pop("MCPTAPE_DB", None)

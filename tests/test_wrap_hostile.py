@@ -6,7 +6,11 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.conftest import MCPTAPE
+import pytest
+
+from tests.helpers.paths import MCPTAPE
+
+pytestmark = pytest.mark.slow
 
 CONFIG = (
     '{"mcpServers": {'

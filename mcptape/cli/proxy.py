@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, otlp_option
 from mcptape.cli.helptext import Command
 from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
+
+if TYPE_CHECKING:
+    from mcptape.gateway.sealed import Sealer
 
 
 @click.command(
@@ -100,8 +104,22 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
     metavar="N",
     help="Most sessions at once (each may be a server process); past it a new session gets 503.",
 )
+@click.option(
+    "--replica",
+    metavar="NAME",
+    help="This gateway's name in a fleet, recorded on every session (default: host name and port).",
+)
+@click.option(
+    "--session-key-file",
+    metavar="PATH",
+    type=click.Path(dir_okay=False),
+    help="Keys that seal session ids, one a line (32 bytes as base64 or hex; the first seals, every "
+    "one opens): replicas sharing them serve each other's HTTP-upstream sessions. "
+    "Default: $MCPTAPE_SESSION_KEY.",
+)
 @rule_options
 @declare_option
+@otlp_option
 def proxy(
     config_path: str | None,
     listen: str,
@@ -115,18 +133,22 @@ def proxy(
     idle_timeout: float,
     grace: float,
     max_sessions: int,
+    replica: str | None,
+    session_key_file: str | None,
     handle_sampling: str | None,
     handle_elicitation: str | None,
     roots: tuple[str, ...],
     inject: str | None,
     declare_capabilities: bool,
+    otlp: str | None,
 ) -> None:
     """Serve every registered MCP server over HTTP, recording every session.
 
     Each upstream NAME (see `mcptape servers`) is served at /servers/NAME/mcp
     (streamable HTTP) and /servers/NAME/sse (legacy HTTP+SSE), whatever
     transport it speaks itself; a stdio server is started once per client
-    session. GET /health answers {"status":"ok"}.
+    session. GET /health answers {"status":"ok", ...} with the store's state
+    (writable, lag_s), or 503 while this replica cannot record.
 
     Requests need the gateway's token, as `Authorization: Bearer TOKEN` (not
     forwarded) or `X-Mcptape-Token: TOKEN` (then the client's own
@@ -135,6 +157,15 @@ def proxy(
     are checked against DNS rebinding (403). Only registry entries can be
     started. Ctrl-C or SIGTERM closes every session, stops every upstream and
     flushes the recording.
+
+    \b
+    A fleet (several replicas on one PostgreSQL behind HAProxy, see deploy/): give
+    every replica the same token, database, config and session key
+    (--session-key-file or $MCPTAPE_SESSION_KEY), a --replica name, and
+    --allow-host for the balancer's address. Session ids are then sealed: any
+    replica serves a session whose upstream speaks streamable HTTP; a session with
+    a process (stdio) stays on the replica that started it (the balancer keeps it
+    there; another replica answers 404).
 
     \b
     Examples:
@@ -174,6 +205,7 @@ def proxy(
             f"mcptape: warning: listening on {host}: anyone who can reach it and has the token can use your servers",
             err=True,
         )
+    sealer = _sealer(session_key_file)
     from mcptape.config.registry import ConfigError, known_upstreams, read_registry
     from mcptape.terminal import safe
 
@@ -212,8 +244,22 @@ def proxy(
         rules=rules if rules else None,
         declare_capabilities=declare_capabilities,
         max_sessions=max_sessions,
+        replica=replica,
+        sealer=sealer,
+        otlp=otlp,
     )
     sys.exit(asyncio.run(run_gateway(config, token if announce else None)))
+
+
+def _sealer(path: str | None) -> Sealer | None:
+    """The key ring of --session-key-file or $MCPTAPE_SESSION_KEY; None when neither is given."""
+    from mcptape.gateway.sealed import Sealer, SessionKeyError, read_keys
+
+    try:
+        keys = read_keys(path)
+    except SessionKeyError as exc:
+        raise UserError(str(exc)) from None
+    return Sealer(keys) if keys else None
 
 
 def _parse_listen(listen: str) -> tuple[str, int]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, otlp_option
 from mcptape.cli.helptext import Command
 from mcptape.cli.replay_options import remote_options
 from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
@@ -70,6 +70,7 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
 @remote_options("Record a remote MCP server at URL instead of COMMAND (streamable HTTP or legacy SSE).")
 @rule_options
 @declare_option
+@otlp_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
 def record(
     db: str | None,
@@ -88,6 +89,7 @@ def record(
     url: str | None,
     transport: str | None,
     header_flags: tuple[str, ...],
+    otlp: str | None,
     command: tuple[str, ...],
 ) -> None:
     """Run an MCP server over stdio and record every frame between it and the client.
@@ -112,6 +114,7 @@ def record(
       mcptape record --upstream github --config claude_desktop_config.json
       mcptape record --handle-sampling auto -- python server.py
       mcptape record --url http://127.0.0.1:3001/mcp
+      mcptape record --otlp http://localhost:4318 -- python server.py
 
     \f
     The server's exit status is ours also when the client leaves first and the
@@ -162,6 +165,7 @@ def record(
             transport=remote[2],
             rules=rules,
             declare_capabilities=declare_capabilities,
+            otlp=otlp,
         )
         sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
     if transport is not None or header_flags:
@@ -181,6 +185,7 @@ def record(
         on_store_error=on_store_error,
         rules=rules,
         declare_capabilities=declare_capabilities,
+        otlp=otlp,
     )
     sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
 

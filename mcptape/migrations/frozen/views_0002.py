@@ -44,7 +44,7 @@ def _lite_element(alias: str) -> str:
 
 
 def _lite_element_kind(alias: str) -> str:
-    """A batch element's kind, by the rules of mcptape.wire.frame.classify_message."""
+    """A batch element's kind, by the rules of mcptape.frames.classify_message."""
     v = _lite_element(alias)
     return f"""CASE
     WHEN {alias}.type <> 'object' THEN 'malformed'
@@ -64,7 +64,7 @@ def _lite_element_method(alias: str) -> str:
 
 
 def _lite_element_id(alias: str) -> str:
-    # The id as compact JSON, as mcptape.wire.frame.encode_id writes it: json_extract gives
+    # The id as compact JSON, as mcptape.frames.encode_id writes it: json_extract gives
     # true/false as 1/0 and null as NULL, so those three are spelled by their json_type.
     v = _lite_element(alias)
     return f"""CASE

@@ -7,7 +7,7 @@ import shutil
 import subprocess
 from typing import Any
 
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
 
 TS_STEPS = ROOT / "tests" / "clients" / "ts_steps.mjs"
 

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import MCPTAPE, ROOT
+from tests.helpers.db import query
+from tests.helpers.paths import MCPTAPE, ROOT
 
 RAW_ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "raw_echo.py")]
 # A 2025 client's first request and its notification, as tests send them by hand.
@@ -89,15 +90,6 @@ class Recording:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
-
-
-def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
-    """Run a query on the recording database with the stdlib sqlite3 module."""
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 def record_one_ping(db: Path) -> Path:

@@ -11,9 +11,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
-from tests.conftest import NPM_DIR
+from tests.helpers.paths import NPM_DIR, ROOT
 
 ENTRY = NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
@@ -43,12 +42,17 @@ def served(argv: list[str], port: int, path: str, env: dict[str, str] | None = N
         wait_for_port(port, proc)
         yield f"http://127.0.0.1:{port}{path}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 5 s; returns once the process is reaped."""
+    proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 @contextlib.contextmanager
@@ -62,7 +66,7 @@ def everything_http(transport: str) -> Iterator[str]:
         yield url
 
 
-MODERN_HTTP = Path(__file__).parent / "servers" / "modern_http.py"
+MODERN_HTTP = ROOT / "tests" / "servers" / "modern_http.py"
 
 
 @contextlib.contextmanager

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import MCPTAPE
-from tests.recording import INITIALIZE, INITIALIZED
+from tests.helpers.paths import MCPTAPE
+from tests.helpers.recording import INITIALIZE, INITIALIZED
 
 
 def wrapped_entries(tmp_path: Path, db: Path, server: list[str], n: int) -> dict[str, dict[str, Any]]:

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from tests.conftest import MCPTAPE
+from tests.helpers.paths import MCPTAPE
 
 
 class GatewayProcess:

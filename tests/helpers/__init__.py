@@ -1,0 +1,1 @@
+"""Shared test helpers: test modules import from this package, never from each other."""

@@ -1,0 +1,24 @@
+"""Where the suite's files are, and how a test starts `mcptape` and the reference server."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+CORPUS = ROOT / "tests" / "data" / "corpus"
+NPM_DIR = ROOT / "tests" / "npm"
+MCPTAPE = [sys.executable, "-m", "mcptape"]
+# The Node 22 that tests/npm installs (the `node` package) and the official conformance suite it runs.
+NODE22 = NPM_DIR / "node_modules" / "node" / "bin" / "node"
+CONFORMANCE_SUITE = NPM_DIR / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+
+
+def everything_server_cmd() -> list[str] | None:
+    """The command starting @modelcontextprotocol/server-everything (stdio), if installed by .ci/run."""
+    entry = NPM_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    node = shutil.which("node")
+    if node and entry.exists():
+        return [node, str(entry), "stdio"]
+    return None

@@ -1,0 +1,72 @@
+"""The suite's own shape: helpers in tests/helpers/, no test module importing another, tiers marked."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.helpers.paths import ROOT
+
+TESTS = ROOT / "tests"
+# What a test module may import from the suite: the helpers, and the servers it starts or reads.
+SHARED = ("tests.helpers", "tests.servers")
+
+
+def imported_modules(source: str, package: str) -> list[tuple[int, str]]:
+    """Every module ``source`` (a module of ``package``) imports, relative imports made absolute."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join([*parts[: len(parts) - node.level + 1], *([base] if base else [])])
+            found.append((node.lineno, base))
+            # `from tests import test_x` imports the module tests.test_x.
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names if base == "tests"]
+    return found
+
+
+def package_of(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).parent.parts)
+
+
+def test_no_test_module_imports_another_test_module_or_the_conftest() -> None:
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}: {name}"
+        for path in sorted(TESTS.rglob("*.py"))
+        if "npm" not in path.relative_to(TESTS).parts
+        for line, name in imported_modules(path.read_text(encoding="utf-8"), package_of(path))
+        if name.startswith("tests.") and not name.startswith(SHARED)
+    ]
+    assert offenders == [], "test modules import only tests.helpers and tests.servers:\n" + "\n".join(
+        offenders
+    )
+
+
+def test_the_top_of_tests_holds_only_test_modules() -> None:
+    loose = sorted(
+        p.name
+        for p in TESTS.glob("*.py")
+        if not p.name.startswith("test_") and p.name not in {"conftest.py", "__init__.py"}
+    )
+    assert loose == [], f"shared helpers go in tests/helpers/: {loose}"
+
+
+def test_the_check_sees_every_spelling_of_an_import_of_a_test_module() -> None:
+    source = (
+        "from tests.test_replay import DEMO\nimport tests.conftest\nfrom tests import test_x\n"
+        "from .test_y import z\nfrom ..test_w import v\nfrom tests.helpers.db import query\n"
+    )
+    names = {name for _, name in imported_modules(source, "tests.sub")}
+    assert {
+        "tests.test_replay",
+        "tests.conftest",
+        "tests.test_x",
+        "tests.sub.test_y",
+        "tests.test_w",
+    } <= names
+    assert [n for n in names if n.startswith("tests.") and not n.startswith(SHARED)] != []
+    assert "tests.helpers.db" in names
