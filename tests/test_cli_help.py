@@ -93,7 +93,7 @@ def test_the_script_call_help_shows_runs_against_the_reference_server() -> None:
     import json
     import subprocess
 
-    from tests.conftest import MCPTAPE, everything_server_cmd
+    from tests.helpers.paths import MCPTAPE, everything_server_cmd
 
     server = everything_server_cmd()
     assert server is not None, "tests/npm is not installed: run npm ci in tests/npm"

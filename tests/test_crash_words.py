@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from mcptape.proxy.link import LinkEnd, telling_line
-from tests.conftest import MCPTAPE, ROOT
+from tests.helpers.paths import MCPTAPE, ROOT
 
 # What Node 20 prints for an uncaught Error with a `code` property (tests/servers/node_crash.mjs).
 NODE_CRASH = [

@@ -201,7 +201,7 @@ def test_the_readme_names_every_system_package_ci_installs() -> None:
 
 
 def test_a_missing_postgresql_skips_here_and_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tests.postgres as pg
+    import tests.helpers.postgres as pg
 
     monkeypatch.setattr(pg, "postgres_bin", lambda: None)
     monkeypatch.delenv(pg.REQUIRED_ENV, raising=False)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MCPTAPE
+from tests.helpers.paths import MCPTAPE
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MCPTAPE, NPM_DIR
+from tests.helpers.paths import MCPTAPE, NPM_DIR
 
 pytestmark = pytest.mark.slow
 

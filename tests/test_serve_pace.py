@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import MCPTAPE, everything_server_cmd
-from tests.interop import ts_steps
+from tests.helpers.interop import ts_steps
+from tests.helpers.paths import MCPTAPE, everything_server_cmd
 
 pytestmark = pytest.mark.slow
 

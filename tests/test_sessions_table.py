@@ -18,7 +18,7 @@ from mcptape.cli.main import cli
 from mcptape.cli.status import status_label
 from mcptape.store import Store, open_store
 from mcptape.wire.frame import Frame
-from tests.conftest import MCPTAPE
+from tests.helpers.paths import MCPTAPE
 
 T0 = 1_800_000_000.0
 UPSTREAM = "/home/someone/project/.venv/bin/python3 -m weather_server --verbose"

@@ -159,21 +159,20 @@ def proxy(
     flushes the recording.
 
     \b
-    A fleet (several replicas on one PostgreSQL behind HAProxy, see deploy/): give
-    every replica the same token, database, config and session key
-    (--session-key-file or $MCPTAPE_SESSION_KEY), a --replica name, and
-    --allow-host for the balancer's address. Session ids are then sealed: any
-    replica serves a session whose upstream speaks streamable HTTP; a session with
-    a process (stdio) stays on the replica that started it (the balancer keeps it
-    there; another replica answers 404).
-
-    \b
     Examples:
       mcptape proxy --config claude_desktop_config.json
       mcptape proxy --listen 127.0.0.1:0 --no-auth
       mcptape proxy --handle-sampling auto --roots /srv/project
 
     \f
+    A fleet (several replicas on one PostgreSQL behind HAProxy, see deploy/):
+    give every replica the same token, database, config and session key
+    (--session-key-file or $MCPTAPE_SESSION_KEY), a --replica name, and
+    --allow-host for the balancer's address. Session ids are then sealed: any
+    replica serves a session whose upstream speaks streamable HTTP; a session
+    with a process (stdio) stays on the replica that started it (the balancer
+    keeps it there; another replica answers 404).
+
     Injection (--handle-sampling, --handle-elicitation, --roots, --inject)
     works as for `record`, in every session. With injection rules, a
     streamable HTTP upstream is no longer passed through request for request:

@@ -134,13 +134,14 @@ def _request_name(key: str) -> str:
     """``tools/call read_text_file {"path": "/srv/big.txt"}``: the method, what it names, and a
     tool call's or prompt's arguments (which file was read)."""
     from mcptape.replay.showdiff import arguments_text
+    from mcptape.wire.protocol import PROMPTS_GET, TOOLS_CALL
 
     method, _, params_text = key.partition(" ")
     params = json.loads(params_text)
     name = params.get("name") or params.get("uri") if isinstance(params, dict) else None
     text = f"{method} {name}" if isinstance(name, str) else method
     arguments = params.get("arguments") if isinstance(params, dict) else None
-    if arguments and method in ("tools/call", "prompts/get"):
+    if arguments and method in (TOOLS_CALL, PROMPTS_GET):
         text += " " + arguments_text(arguments)
     return text
 

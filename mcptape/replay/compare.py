@@ -20,6 +20,7 @@ from mcptape.replay.matchers import ABSENT, Difference, canonical, differences
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.showdiff import Repeats, arguments_text, as_json, cut, long_text_lines
 from mcptape.replay.tape import Exchange, Tape
+from mcptape.wire.protocol import PROMPTS_GET, TOOLS_CALL
 
 MATCH: Final = "match"
 DIFFERS: Final = "differs"
@@ -132,7 +133,7 @@ def _item_differences(recorded: list[Item], replayed: list[Item]) -> list[Differ
 def compare_response(normaliser: Normaliser, recorded: Exchange, replayed: Exchange | None) -> ExchangeResult:
     """One exchange's result from its response alone (``result`` or ``error``, not the id)."""
     result = ExchangeResult(recorded.index, recorded.method, recorded.subject, MATCH)
-    if recorded.method in ("tools/call", "prompts/get") and isinstance(recorded.params, dict):
+    if recorded.method in (TOOLS_CALL, PROMPTS_GET) and isinstance(recorded.params, dict):
         result.arguments = recorded.params.get("arguments") or None
     if replayed is None or (replayed.response is None and recorded.response is not None):
         result.status = MISSING

@@ -38,6 +38,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from mcptape.wire.protocol import TOOLS_CALL
+
 CATEGORIES: Final = ("meta", "ids", "timestamps")
 MINTED_KEYS: Final = frozenset(
     {"requestState", "nextCursor", "cursor", "taskId", "sessionId", "requestId", "resumptionToken"}
@@ -158,7 +160,7 @@ class Normaliser:
 
     def normalise(self, value: Any, method: str | None = None, tool: str | None = None) -> Any:
         """A copy of ``value`` without what the defaults and the rules for ``method``/``tool`` remove."""
-        out = self._defaults(mirrors_folded(value) if method == "tools/call" else value)
+        out = self._defaults(mirrors_folded(value) if method == TOOLS_CALL else value)
         for rule in self.ignores:
             if rule.segments and rule.applies(method, tool):
                 out = remove_pointer(out, rule.segments)

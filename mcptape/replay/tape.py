@@ -35,7 +35,7 @@ import orjson
 from mcptape.wire.frame import Direction, classify_message, parse
 from mcptape.wire.ids import encode_id
 from mcptape.wire.ids import id_key as text_key
-from mcptape.wire.protocol import CANCELLED, PROGRESS
+from mcptape.wire.protocol import CANCELLED, PROGRESS, PROMPTS_GET, TOOLS_CALL
 
 OWN_PREFIX: Final = "mcptape-"  # the ids of mcptape's own requests (Relay.request)
 
@@ -103,7 +103,7 @@ def subject_of(method: str | None, params: Any) -> str | None:
     """The tool, prompt or resource a request is about: what ``--ignore METHOD:TOOL=`` scopes to."""
     if not isinstance(params, dict):
         return None
-    value = params.get("name") if method in ("tools/call", "prompts/get") else params.get("uri")
+    value = params.get("name") if method in (TOOLS_CALL, PROMPTS_GET) else params.get("uri")
     return value if isinstance(value, str) else None
 
 
