@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from mcptape.proxy.addons.injector import Injector
     from mcptape.rules.rules import Rules
 
-MODES = ("record", "proxy", "call", "replay", "serve")
+MODES = ("record", "proxy", "call", "replay", "serve", "probe")
 
 
 class SessionStore(Protocol):
