@@ -80,7 +80,9 @@ def test_sessions_at_80_columns_show_mode_and_whole_statuses_and_name_replays(
 
 def test_show_says_mcptape_stopped_the_server(store: Store, tmp_path: Path) -> None:
     ended(store, 1, code=-15, stopped=True, mode="call", name="weather", upstream=UPSTREAM)
-    out = CliRunner().invoke(cli, ["show", "weather", "--events", "--db", str(tmp_path / "rec.db")]).stdout
+    # Wide enough for the whole event line (show cuts lines to the terminal's width).
+    args = ["show", "weather", "--events", "--db", str(tmp_path / "rec.db")]
+    out = CliRunner().invoke(cli, args, env={"COLUMNS": "200"}).stdout
     assert out.splitlines()[0].endswith(" · weather · closed")
     assert "killed by SIGTERM (by mcptape: the server did not exit after its client left)" in out
 
