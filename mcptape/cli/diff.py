@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.replay_options import comparison_options
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 MARKS = {"added": "+", "removed": "-", "changed": "~", "differs": "~"}
 
 
-@click.command()
+@click.command(cls=Command, summary_options=("--db", "--json", "--fail-on-breaking", "--ignore"))
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")
 @db_option
@@ -33,6 +34,11 @@ MARKS = {"added": "+", "removed": "-", "changed": "~", "differs": "~"}
     is_flag=True,
     help="Exit with status 1 when a change is breaking (for CI); the report is printed either way.",
 )
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Compare a recording in which the server answered nothing (without this flag, exit 2).",
+)
 @comparison_options
 def diff(
     a: str,
@@ -40,6 +46,7 @@ def diff(
     db: str | None,
     as_json: bool,
     fail_on_breaking: bool,
+    allow_empty: bool,
     keep: tuple[str, ...],
     ignore: tuple[str, ...],
     ignore_text: tuple[str, ...],
@@ -47,7 +54,8 @@ def diff(
     """Compare two recordings of a server: its tools, prompts, resources and answers.
 
     A and B are each a session (an id, a unique prefix of one, a session name
-    or `last`) or a JSONL file written by `mcptape export`. The report lists the
+    or `last`: the latest such session in which the client sent a request) or
+    a JSONL file written by `mcptape export`. The report lists the
     tools, prompts, resources, resource templates and capabilities added,
     removed or changed between A and B, and the requests both recordings made
     (same method and parameters, `_meta` aside) whose answers differ, with the
@@ -57,22 +65,24 @@ def diff(
 
     \b
     Each change is classified:
-      breaking    a client written against A may fail against B: something removed,
-                  a new required argument, an argument's type changed, an output
-                  field removed, a request that succeeded in A and fails in B
+      breaking    a client written against A may fail against B: something
+                  removed, a new required argument, an argument's type
+                  changed, an output field removed, a request that
+                  succeeded in A and fails in B
       compatible  additions and changes of descriptions, titles, annotations
-      differs     the same request got a different answer
+      differs     the same request got a different answer (long texts are
+                  shown as a diff of the lines around the change)
 
     \b
     Exit status: 0; 1 with --fail-on-breaking when a change is breaking; 2 when
-    a recording cannot be read.
+    a recording cannot be read or the server answered nothing in it.
 
     \b
     Examples:
       mcptape diff v1 v2
       mcptape diff tests/recordings/release.jsonl last --fail-on-breaking
-      mcptape diff v1 v2 --json | jq '.changes[] | select(.severity == "breaking")'
-      mcptape diff v1 v2 --ignore 'tools/call:weather=/result/structuredContent/humidity'
+      mcptape diff v1 v2 --json | jq '.changes[] | select(.severity=="breaking")'
+      mcptape diff v1 v2 --ignore 'tools/call:weather=/result/structuredContent'
     """
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
     from mcptape.replay.schema_diff import compare
@@ -82,6 +92,12 @@ def diff(
     except (IgnoreRuleError, ValueError) as exc:
         raise UserError(str(exc)) from None
     first, second = load(a, db), load(b, db)
+    empty = next((name for name, snap in (first, second) if snap.empty), None)
+    if empty is not None and not allow_empty:
+        raise UserError(
+            f"{empty} holds no exchange to compare (the server answered no request): a diff with it "
+            "would say nothing changed. Name a recording with exchanges, or give --allow-empty"
+        )
     report = compare(first[1], second[1], normaliser)
     if as_json:
         import orjson
@@ -151,12 +167,13 @@ def _load_session(ref: str, db: str | None) -> Loaded:
 
     from mcptape.cli.sessions import database_message, open_for_reading, session_or_error
     from mcptape.replay.schema_diff import snapshot
-    from mcptape.store.queries import connect, session_frames, short_id
+    from mcptape.replay.tape import session_label
+    from mcptape.store.queries import connect, session_frames
 
     store = open_for_reading(db)
     try:
         with connect(store) as conn:
-            row = session_or_error(conn, ref)
+            row = session_or_error(conn, ref, replayable=True)
 
             def pairs() -> Iterator[tuple[str, Any]]:
                 for frame in session_frames(conn, row["id"]):
@@ -170,8 +187,7 @@ def _load_session(ref: str, db: str | None) -> Loaded:
                         yield frame.direction, message
 
             snap = snapshot(pairs())
-            name = f"{short_id(row['id'])} ({row['name']})" if row["name"] else short_id(row["id"])
-            return name, snap
+            return session_label(row["id"], row["name"], row["mode"], row["started_at"]), snap
     except SQLAlchemyError as exc:
         raise UserError(f"cannot read the recording: {database_message(exc)}") from None
     finally:
@@ -187,6 +203,8 @@ def _server(snap: Snapshot) -> str:
 
 def report_lines(report: Report, a: Loaded, b: Loaded) -> Iterator[str]:
     """The report as text lines."""
+    from mcptape.replay.showdiff import Repeats, long_text_lines
+
     yield f"A: {a[0]}, {_server(a[1])}"
     yield f"B: {b[0]}, {_server(b[1])}"
     for label, method in (
@@ -199,8 +217,18 @@ def report_lines(report: Report, a: Loaded, b: Loaded) -> Iterator[str]:
             yield f"{label}: not compared ({' and '.join(missing)} never listed them)"
     for change in report.changes:
         yield change_line(change)
+        repeats = Repeats()
         for diff in change.pointers:
-            yield f"      {diff['pointer'] or '/'}: {_short(diff, 'a')} -> {_short(diff, 'b')}"
+            where = diff["pointer"] or "/"
+            long = long_text_lines(diff.get("a"), diff.get("b"), ("A", "B"))
+            earlier = repeats.earlier(where, diff.get("a"), diff.get("b"))
+            if earlier is not None:
+                yield f"      {where}: the same difference as {earlier}"
+            elif long is None:
+                yield f"      {where}: {_short(diff, 'a')} -> {_short(diff, 'b')}"
+            else:  # two long texts: where they differ, not both cut from their start
+                yield f"      {where}: {long[0]}"
+                yield from ("        " + line for line in long[1:])
     counts = {
         s: sum(1 for c in report.changes if c.severity == s) for s in ("breaking", "compatible", "differs")
     }

@@ -7,10 +7,15 @@ from typing import Any
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.rule_options import rule_options, rules_from_cli
 
 
-@click.command(context_settings={"ignore_unknown_options": False})
+@click.command(
+    cls=Command,
+    context_settings={"ignore_unknown_options": False},
+    summary_options=("--upstream", "--config", "--url", "--db"),
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND...]")
 @click.option(
     "--upstream", metavar="NAME", help="A registry entry (--config, or the built-ins) to start or reach."

@@ -7,10 +7,11 @@ from typing import Any
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.rule_options import rule_options
 
 
-@click.command()
+@click.command(cls=Command, summary_options=("--db", "--config", "--allow-url", "--port"))
 @db_option
 @click.option(
     "--config",
@@ -64,6 +65,13 @@ def ui(
     it; what it does is recorded into the same database (mode client).
 
     \b
+    Examples:
+      mcptape ui
+      mcptape ui --port 0 --db recordings.db
+      mcptape ui --config claude_desktop_config.json --handle-sampling auto
+
+    \f
+    \b
     Pages:
       sessions  every session with its live status, mode, client and server,
                 protocol revision, frames and errors; search and filters
@@ -85,12 +93,6 @@ def ui(
                 cancel, answer the server's sampling, elicitation and roots
                 requests (or let --handle-* rules answer); a recorded request
                 opens there to be edited, sent again and compared
-
-    \b
-    Examples:
-      mcptape ui
-      mcptape ui --port 0 --db recordings.db
-      mcptape ui --config claude_desktop_config.json --handle-sampling auto
     """
     import asyncio
 
