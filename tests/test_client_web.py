@@ -295,7 +295,17 @@ async def test_closing_writes_the_recording_that_edit_and_resend_compares_with(
     assert recorded["params"] == {"name": "add", "arguments": {"a": 2, "b": 3}}  # progress token left out
     same = await _post(client, "compare", {"session": session_id, "seq": seq, "answer": recorded["recorded"]})
     assert same == {"status": "match", "differences": []}
-    changed = {"result": {**recorded["recorded"]["result"], "structuredContent": {"sum": 6}}}
+    # A server that answers 6: its text is the JSON of its structuredContent, as recorded
+    # (replay compares such a text once, as that content).
+    text = recorded["recorded"]["result"]["content"][0]["text"].replace("5", "6")
+    result = recorded["recorded"]["result"]
+    changed = {
+        "result": {
+            **result,
+            "content": [{**result["content"][0], "text": text}],
+            "structuredContent": {"sum": 6},
+        }
+    }
     differs = await _post(client, "compare", {"session": session_id, "seq": seq, "answer": changed})
     assert differs["status"] == "differs"
     assert differs["differences"] == [{"pointer": "/result/structuredContent/sum", "recorded": 5, "now": 6}]

@@ -33,6 +33,7 @@ from mcptape.client.core import Timeouts, error_of
 from mcptape.client.errors import CapabilityError, ClientError, ToolError, ValidationError
 from mcptape.client.methods import Call, missing_capability, output_problem, perform
 from mcptape.client.session import CallSession, SessionOptions, Target
+from mcptape.wire.protocol import HELLO_METHODS, INITIALIZED, PROGRESS
 
 if TYPE_CHECKING:
     from mcptape.client.negotiate import ServerHello
@@ -62,7 +63,7 @@ CHANGED: Final = {
     "notifications/prompts/list_changed": "prompts",
 }
 # The handshake belongs to the session; a page may not run it again.
-REFUSED_METHODS: Final = frozenset({"initialize", "server/discover", "notifications/initialized"})
+REFUSED_METHODS: Final = frozenset({*HELLO_METHODS, INITIALIZED})
 TRAFFIC_TEXT_MAX: Final = 4000
 
 
@@ -179,7 +180,7 @@ class Interactive:
         params: dict[str, Any] = given if isinstance(given, dict) else {}
         if method == "notifications/message":
             self.emit("log", params)
-        elif method == "notifications/progress":
+        elif method == PROGRESS:
             self.emit(
                 "progress",
                 {

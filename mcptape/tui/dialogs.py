@@ -20,6 +20,7 @@ from textual.widgets import Button, Label, Static, TextArea
 from mcptape.client.schemaform import FormError
 from mcptape.terminal import safe
 from mcptape.tui.form import ArgumentsForm
+from mcptape.wire.protocol import ELICITATION, SAMPLING
 
 Send = Callable[[dict[str, Any]], "str | None"]
 
@@ -78,13 +79,13 @@ class QuestionScreen(ModalScreen[None]):
         if q.get("tool"):
             title.append(f" (during {safe(q['tool'])})", style="dim")
         yield Label(title)
-        if q["method"] == "elicitation/create":
+        if q["method"] == ELICITATION:
             yield Static(Text(safe(str(params.get("message") or ""))))
             if q.get("mode") == "url":
                 yield Static(Text(f"Open: {safe(str(params.get('url')))}", style="underline"), id="url")
             else:
                 yield ArgumentsForm(q.get("form") or [])
-        elif q["method"] == "sampling/createMessage":
+        elif q["method"] == SAMPLING:
             yield Static(_said(params))
             yield Label(
                 Text(f"maxTokens {params.get('maxTokens')}. Your answer, as the model (JSON):", style="dim")
@@ -96,13 +97,13 @@ class QuestionScreen(ModalScreen[None]):
 
     def _buttons(self) -> list[tuple[str, str, str]]:
         method = self.question["method"]
-        if method == "elicitation/create":
+        if method == ELICITATION:
             return [
                 ("accept", "Accept", "primary"),
                 ("decline", "Decline", "default"),
                 ("cancel", "Cancel", "default"),
             ]
-        if method == "sampling/createMessage":
+        if method == SAMPLING:
             return [("send", "Send", "primary"), ("reject", "Reject", "error")]
         return [("send", "Send", "primary"), ("refuse", "Refuse", "error")]
 

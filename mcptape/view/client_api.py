@@ -217,9 +217,10 @@ async def close(request: web.Request) -> web.Response:
     conn = body.get("conn")
     hub = _hub(request)
     page_client = hub.connections.get(conn) if isinstance(conn, str) else None
-    session_id = page_client.interactive.session_id if page_client is not None else None
     if isinstance(conn, str):
         await hub.close(conn)
+    # Read once closed: the recording's row is made on a thread, maybe after the last request.
+    session_id = page_client.interactive.session_id if page_client is not None else None
     return json({"closed": page_client is not None, "sessionId": session_id})
 
 

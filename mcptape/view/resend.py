@@ -21,8 +21,9 @@ from mcptape.replay.tape import Exchange
 from mcptape.store.queries import connect
 from mcptape.store.schema import frames
 from mcptape.view.data import NotFound, session_row
+from mcptape.wire.protocol import HELLO_METHODS
 
-NOT_RESENT: Final = frozenset({"initialize", "server/discover"})
+NOT_RESENT: Final = HELLO_METHODS
 
 
 def _message(text: str | None) -> Any:
