@@ -19,6 +19,14 @@ The addon chain, built by :func:`default_addons` in this order (mitmproxy's
    decides in ``frame`` (answers a server's sampling, elicitation or roots request in
    the client's place) and starts its retries of ``input_required`` results in
    ``frame_done``, after the recorder has recorded the result they answer.
+3. **the faults** (:mod:`mcptape.proxy.addons.faults`), with fault rules only: decides
+   in ``frame`` (drops, holds, answers with an error, replaces) and, in ``frame_done``,
+   records the fault beside the frame (the recorder has given it its ``seq``) and
+   schedules what it sends late. Last, because a fault stands for trouble on the wire
+   between mcptape and a peer: it touches what mcptape would put on the wire, after
+   the injector has answered what it answers in the client's place (mcptape's own
+   answers are never faulted), and the injector sees every frame as the peer sent it,
+   so its bookkeeping (calls in flight, retries) is whole whatever a fault does.
 
 How a frame goes out on its destination link (an HTTP upstream's method and headers, a
 client-facing HTTP stream and event id) is not an addon: the relay asks the link
@@ -47,7 +55,9 @@ from mcptape.proxy.link import Link
 from mcptape.proxy.relay import Relay
 
 if TYPE_CHECKING:
+    from mcptape.proxy.addons.faults import Faults
     from mcptape.proxy.addons.injector import Injector
+    from mcptape.rules.faults import FaultSet
     from mcptape.rules.rules import Rules
 
 MODES = ("record", "proxy", "call", "replay", "serve")
@@ -106,6 +116,7 @@ class SessionPlan:
     store: StoreSource | None = None
     rules: Rules | None = None
     declare_capabilities: bool = False
+    faults: FaultSet | None = None  # fault rules: frames mcptape disturbs on purpose
     # Whether the session goes on when its store cannot be opened (record's
     # --on-store-error forward, and every mode but record): what the warning says.
     forwards_without_store: bool = True
@@ -127,6 +138,10 @@ def default_addons(plan: SessionPlan, recorder: Recorder | None) -> list[object]
         from mcptape.proxy.addons.injector import Injector
 
         addons.append(Injector(plan.rules, declare=plan.declare_capabilities))
+    if plan.faults:
+        from mcptape.proxy.addons.faults import Faults
+
+        addons.append(Faults(plan.faults))
     return addons
 
 
@@ -234,15 +249,18 @@ def assemble(
     if client is not None and server is not None:
         relay = Relay(client, server, addons, context, grace=plan.grace, answer_wait=plan.answer_wait)
         session.relay = relay
-        injector = _injector(addons)
-        if injector is not None:
-            injector.use_relay(relay)  # its retries are requests of the relay's own
+        for addon in _using_relay(plan, addons):
+            addon.use_relay(relay)  # the injector's retries, the faults' late frames and cuts
     if start_store:
         session.start_store()
     return session
 
 
-def _injector(addons: AddonManager) -> Injector | None:
+def _using_relay(plan: SessionPlan, addons: AddonManager) -> list[Injector | Faults]:
+    """The addons that send frames of their own through the relay."""
+    if not (plan.rules or plan.faults):
+        return []  # nothing to import: a plain recorder starts sooner
+    from mcptape.proxy.addons.faults import Faults
     from mcptape.proxy.addons.injector import Injector
 
-    return next((a for a in addons.addons if isinstance(a, Injector)), None)
+    return [a for a in addons.addons if isinstance(a, Injector | Faults)]

@@ -8,7 +8,13 @@ import sys
 import click
 
 from mcptape.cli.common import UserError, db_option
-from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
+from mcptape.cli.rule_options import (
+    declare_option,
+    fault_options,
+    faults_from_cli,
+    rule_options,
+    rules_from_cli,
+)
 
 
 @click.command()
@@ -90,6 +96,7 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
 )
 @rule_options
 @declare_option
+@fault_options
 def proxy(
     config_path: str | None,
     listen: str,
@@ -108,6 +115,8 @@ def proxy(
     roots: tuple[str, ...],
     inject: str | None,
     declare_capabilities: bool,
+    fault: tuple[str, ...],
+    faults_file: str | None,
 ) -> None:
     """Serve every registered MCP server over HTTP, recording every session.
 
@@ -131,11 +140,18 @@ def proxy(
     itself (its own session ids), so that it can answer the server's requests.
 
     \b
+    \b
+    Faults (--fault, --faults) work as for `record`, in every session; they too need
+    the gateway to run each session itself. `cut` ends the SSE stream the frame would
+    go on (the session goes on; a client may resume it with Last-Event-ID).
+
+    \b
     Examples:
       mcptape proxy --config claude_desktop_config.json
       mcptape proxy --listen 127.0.0.1:0 --no-auth
       mcptape proxy --handle-sampling auto --roots /srv/project
       mcptape proxy --redact /params/arguments/password --redact X-Session-Secret
+      mcptape proxy --fault 'tools/call=error:-32603,p=0.1'
     """
     host, port = _parse_listen(listen)
     header_names, json_paths = _redactions(redact_names)
@@ -144,6 +160,7 @@ def proxy(
         raise UserError(
             "--declare-capabilities needs rules to declare: --handle-sampling, --handle-elicitation, --roots or --inject"
         )
+    faults = faults_from_cli(fault, faults_file)
     from mcptape.gateway.security import TOKEN_ENV, is_loopback, new_token
 
     if not is_loopback(host):
@@ -194,6 +211,7 @@ def proxy(
         extra_origins=allow_origins,
         rules=rules if rules else None,
         declare_capabilities=declare_capabilities,
+        faults=faults,
         max_sessions=max_sessions,
     )
     sys.exit(asyncio.run(run_gateway(config, token if announce else None)))

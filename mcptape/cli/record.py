@@ -11,7 +11,13 @@ import click
 
 from mcptape.cli.common import UserError, db_option
 from mcptape.cli.replay_options import remote_options
-from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
+from mcptape.cli.rule_options import (
+    declare_option,
+    fault_options,
+    faults_from_cli,
+    rule_options,
+    rules_from_cli,
+)
 
 
 @click.command(context_settings={"ignore_unknown_options": False})
@@ -65,6 +71,7 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
 @remote_options("Record a remote MCP server at URL instead of COMMAND (streamable HTTP or legacy SSE).")
 @rule_options
 @declare_option
+@fault_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
 def record(
     db: str | None,
@@ -80,6 +87,8 @@ def record(
     roots: tuple[str, ...],
     inject: str | None,
     declare_capabilities: bool,
+    fault: tuple[str, ...],
+    faults_file: str | None,
     url: str | None,
     transport: str | None,
     header_flags: tuple[str, ...],
@@ -107,6 +116,7 @@ def record(
       mcptape record --db team.db --upstream github --config claude_desktop_config.json
       mcptape record --handle-sampling auto --handle-elicitation decline -- python server.py
       mcptape record --url http://127.0.0.1:3001/mcp --header 'Authorization: Bearer ${TOKEN}'
+      mcptape record --fault 'tools/call=delay:3000,p=0.3,seed=1' -- python server.py
 
     \b
     In a desktop client's config (claude_desktop_config.json), the entry
@@ -121,6 +131,7 @@ def record(
         raise UserError(
             "--declare-capabilities needs rules to declare: --handle-sampling, --handle-elicitation, --roots or --inject"
         )
+    faults = faults_from_cli(fault, faults_file)
     import asyncio
 
     from mcptape.cli.record_run import RecordPlan, run_record
@@ -141,6 +152,7 @@ def record(
             transport=remote[2],
             rules=rules,
             declare_capabilities=declare_capabilities,
+            faults=faults,
         )
         sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
     if transport is not None or header_flags:
@@ -160,6 +172,7 @@ def record(
         on_store_error=on_store_error,
         rules=rules,
         declare_capabilities=declare_capabilities,
+        faults=faults,
     )
     sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
 

@@ -62,6 +62,7 @@ class EventStream:
         # Last-Event-ID starts after it, so what the server sent while no client stream was
         # open (right after initialize, or between reconnects) is delivered, not skipped.
         self.delivered = 0
+        self._hangups = 0  # cut() ends the response being written; the stream itself goes on
         self._lock = threading.Lock()
         self._changed = asyncio.Event()
         try:
@@ -111,6 +112,11 @@ class EventStream:
         self.closed = True
         self._notify()
 
+    def hang_up(self) -> None:
+        """End the response now writing this stream (a fault): its events stay, a client may come back."""
+        self._hangups += 1
+        self._notify()
+
     def _after(self, sent: int) -> list[tuple[int, bytes]]:
         with self._lock:
             return [(n, data) for n, data in self.events if n > sent]
@@ -123,7 +129,10 @@ class EventStream:
         the end in one write, and True is returned (the response is ended); else False.
         """
         sent = after
+        hangups = self._hangups
         while True:
+            if self._hangups != hangups:
+                return False
             batch = self._after(sent)
             if batch:
                 sent = batch[-1][0]
@@ -138,7 +147,7 @@ class EventStream:
             if self.closed:
                 return False
             self._changed.clear()
-            if self._after(sent) or self.closed:
+            if self._after(sent) or self.closed or self._hangups != hangups:
                 continue
             await self._changed.wait()
 
@@ -326,6 +335,26 @@ class HttpSessionLink(DownstreamLink):
         for stream in streams:
             stream.close()
 
+    def cut(self, frame: Frame) -> bool:
+        """End the SSE stream ``frame`` would go on, without it (a fault); the session goes on.
+
+        A request's POST stream ends for good (what the server still sends for it is kept
+        on it for ``Last-Event-ID``); the GET stream's response ends and the client may
+        open it again. A client request is cut on the stream its answer would take.
+        """
+        message = frame.message
+        with self._lock:
+            if frame.direction == "c2s":
+                key = self.router.carrier(message) if message is not None else None
+            else:
+                key = self.router.route(message) if message is not None else None
+            if key is not None and key in self.streams and key != "g":
+                self.router.cut(key)
+                self._retire(key)
+                return False
+        self.get_stream.hang_up()
+        return False
+
 
 class SseSessionLink(DownstreamLink):
     """One legacy HTTP+SSE session: everything the server sends goes on the one event stream."""
@@ -339,3 +368,8 @@ class SseSessionLink(DownstreamLink):
 
     def _close_streams(self) -> None:
         self.stream.close()
+
+    def cut(self, frame: Frame) -> bool:
+        """Legacy SSE has one stream and no resumption: cutting it cuts the session off."""
+        self.close_send()
+        return True
