@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mcptape.proxy.addonmanager import SessionContext
 from mcptape.proxy.addons import faults as faults_addon
+from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.links.memory import MemoryPeer
 from tests.helpers.faults import call, nothing_more, notification, request, result, run_faulted
 
@@ -222,3 +225,23 @@ def test_a_probability_with_a_seed_touches_the_same_frames_in_two_runs(tmp_path:
     first, second = once(tmp_path / "a.db"), once(tmp_path / "b.db")
     assert first == second
     assert 5 < len(first) < 35  # about half: the draw is not all or nothing
+
+
+def test_an_event_held_while_the_store_opens_keeps_the_time_it_happened() -> None:
+    class Writer:
+        def __init__(self) -> None:
+            self.events: list[tuple[Any, ...]] = []
+
+        def add_event(self, *args: Any) -> None:
+            self.events.append(args)
+
+    recorder = Recorder()
+    before = time.time()
+    recorder.event(SessionContext(None, "record", "mem", "mem"), "fault", "dropped", {"seq": 3})
+    time.sleep(0.05)
+    attached = time.time()
+    writer = Writer()
+    recorder.attach(writer, "s1")  # type: ignore[arg-type]
+    ((session, kind, _text, data, ts),) = writer.events
+    assert (session, kind, data) == ("s1", "fault", {"seq": 3})
+    assert before <= ts < attached

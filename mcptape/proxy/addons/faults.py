@@ -9,10 +9,12 @@ that fired with the relay's own means only:
 - ``timeout``: ``flow.hold()`` and nothing more: the request is never forwarded nor
   answered, so the sender's own timeout is what fires;
 - ``delay:MS``: ``flow.hold()``, then :meth:`Relay.send` of the same bytes MS later;
-- ``duplicate``: the frame passes, and :meth:`Relay.send` sends it once more;
+- ``duplicate``: the frame passes, and :meth:`Relay.send` sends it once more (the link
+  that delivered it waits for that, so both leave before the next frame);
 - ``reorder``: the frame is held until the next frame going the same way arrives; that
-  one is held too and the addon sends both, swapped (:meth:`Relay.send`). With nothing
-  following within :data:`REORDER_WAIT_S`, the held frame goes alone, late;
+  one is held too and the addon sends both, swapped (:meth:`Relay.send`), while the link
+  that delivered it waits: nothing else overtakes them. With nothing following within
+  :data:`REORDER_WAIT_S`, the held frame goes alone, late;
 - ``cut``: the frame is dropped and :meth:`Relay.cut` cuts the client's connection
   where it would have gone (stdio: the pipe; streamable HTTP: its SSE stream).
 
@@ -32,6 +34,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import threading
+import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any, Final
 
@@ -98,27 +101,27 @@ class Faults:
             return
         self._apply(flow, fault)
 
-    def frame_done(self, flow: Flow) -> None:
+    def frame_done(self, flow: Flow) -> Coroutine[Any, Any, None] | None:
         if not self._touched:
-            return
+            return None
         with self._lock:
             touched = self._touched.pop(id(flow), None)
         if touched is None:
-            return
+            return None
         fault, role, overtaken = touched
         frame = flow.frame
         self._record(flow, fault, role)
         action = fault.rule.action
         if role == "overtakes":
             assert overtaken is not None
-            # Recorded first (this hook runs after the recorder's), then both go out, swapped.
-            first = Frame(_outgoing(flow), frame.direction, meta={"fault": {**_meta(fault), "of": flow.seq}})
-            self._later(self._send_in_order(first, overtaken))
-        elif action == "delay":
+            # Recorded first (this hook runs after the recorder's), then both go out, swapped,
+            # while the link that delivered this frame waits: what follows comes after them.
+            return self._send_in_order(self._copy(flow, fault), overtaken)
+        if action == "duplicate":
+            return self._send_in_order(self._copy(flow, fault))
+        if action == "delay":
             assert fault.rule.arg is not None
             self._later(self._send_late(self._copy(flow, fault), fault.rule.arg / 1000))
-        elif action == "duplicate":
-            self._later(self._send_late(self._copy(flow, fault), 0))
         elif action == "reorder":
             assert overtaken is not None  # here: the frame held until another overtakes it
             if overtaken.meta is not None:
@@ -126,6 +129,7 @@ class Faults:
             self._later(self._reorder_timeout(overtaken))
         elif action == "cut" and self.relay is not None:
             self.relay.cut(frame)
+        return None
 
     # -- what a frame is about -------------------------------------------------------------
 
@@ -238,8 +242,7 @@ class Faults:
         task.add_done_callback(self._tasks.discard)
 
     async def _send_late(self, frame: Frame, delay: float) -> None:
-        if delay > 0:
-            await asyncio.sleep(delay)
+        await asyncio.sleep(delay)
         await self._send(frame)
 
     async def _send_in_order(self, *frames: Frame) -> None:
@@ -259,6 +262,7 @@ class Faults:
     async def _send(self, frame: Frame) -> None:
         if self.relay is None:
             return
+        frame.ts = time.time()  # recorded when it goes out, not when the fault held it
         with contextlib.suppress(LinkClosed, ConnectionError):
             await self.relay.send(frame)
 
