@@ -27,6 +27,10 @@ The addon chain, built by :func:`default_addons` in this order (mitmproxy's
    the injector has answered what it answers in the client's place (mcptape's own
    answers are never faulted), and the injector sees every frame as the peer sent it,
    so its bookkeeping (calls in flight, retries) is whole whatever a fault does.
+4. **the OTLP exporter** (:mod:`mcptape.proxy.addons.otlp`), with ``--otlp URL`` only:
+   a ``frame_done`` observer that queues each frame for OpenTelemetry export (O(1); the
+   spans are made on its sink's thread). Last, so that it sees what every decider did;
+   its drop count is written through the recorder as an ``otlp_dropped`` event.
 
 How a frame goes out on its destination link (an HTTP upstream's method and headers, a
 client-facing HTTP stream and event id) is not an addon: the relay asks the link
@@ -51,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcptape.proxy.addonmanager import AddonManager, Outcome, SessionContext
 from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
+from mcptape.proxy.hooks import Event, SessionEnd, SessionStart
 from mcptape.proxy.link import Link
 from mcptape.proxy.relay import Relay
 
@@ -122,7 +127,12 @@ class SessionPlan:
     forwards_without_store: bool = True
     grace: float = 2.0
     answer_wait: float = 0.0  # see Relay: the server may answer after the client's end
+    # A fleet: the gateway replica that runs the session, and the conversation its rows
+    # share when one client session is recorded by several replicas (see gateway/sealed.py).
+    replica: str | None = None
+    conversation_id: str | None = None
     row: dict[str, Any] = field(default_factory=dict)  # more columns of the session row
+    otlp: str | None = None  # an OTLP/HTTP receiver's URL: export spans and metrics there
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -142,6 +152,10 @@ def default_addons(plan: SessionPlan, recorder: Recorder | None) -> list[object]
         from mcptape.proxy.addons.faults import Faults
 
         addons.append(Faults(plan.faults))
+    if plan.otlp:
+        from mcptape.proxy.addons.otlp import OtlpExporter
+
+        addons.append(OtlpExporter(plan.otlp, recorder))
     return addons
 
 
@@ -180,11 +194,11 @@ class Session:
 
     def event(self, kind: str, text: str | None, data: object = None) -> None:
         """Record an event of the session (any thread)."""
-        self.addons.call_sync("event", self.context, kind, text, data)
+        self.addons.call_sync(Event(self.context, kind, text, data))
 
     def end(self, outcome: Outcome) -> None:
         """End a session that has no relay (it could not start, or passes through without one)."""
-        self.addons.call_soon("session_end", self.context, outcome)
+        self.addons.call_soon(SessionEnd(self.context, outcome))
 
     def failed_to_start(self, error: str, data: object = None) -> None:
         """The upstream could not be started or reached: recorded like any session, so
@@ -241,7 +255,12 @@ def assemble(
     addons = AddonManager(default_addons(plan, recorder))
     store = None
     if plan.store is not None and recorder is not None:
-        row = SessionRow(plan.mode, plan.name, plan.transport, plan.upstream, plan.replay_of, dict(plan.row))
+        extra = dict(plan.row)
+        if plan.replica is not None:
+            extra["replica"] = plan.replica
+        if plan.conversation_id is not None:
+            extra["conversation_id"] = plan.conversation_id
+        row = SessionRow(plan.mode, plan.name, plan.transport, plan.upstream, plan.replay_of, extra)
         store = plan.store.session_store(recorder, row)
     session = Session(plan, context, addons, recorder, store)
     if server is not None:
@@ -251,6 +270,10 @@ def assemble(
         session.relay = relay
         for addon in _using_relay(plan, addons):
             addon.use_relay(relay)  # the injector's retries, the faults' late frames and cuts
+    elif client is None and server is None:
+        # Without a relay to start it (the pass-through records what its caller hands the
+        # addons), the session starts now.
+        addons.call_soon(SessionStart(context))
     if start_store:
         session.start_store()
     return session

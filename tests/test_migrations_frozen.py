@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from mcptape.migrations import runner
-from mcptape.migrations.frozen import views_0001, views_0002, views_0004
+from mcptape.migrations.frozen import views_0001, views_0002, views_0004, views_0005
 from mcptape.store import open_store
 from mcptape.store.engine import open_unmigrated
 
@@ -21,6 +21,7 @@ RELEASED = {
     "views_0002.py": "f826b83a8c5da4b8633095bd720eb24cecd95185cc57cc6bb5f35d627efbc9c8",
     "views_0003.py": "20754273b95dd4bb543f42c29407431396793219079e0120bb608c93d9870607",
     "views_0004.py": "eac359e5ca86662461b3799e8ee4e0d06f696f091fe39515e1ae52c00ce6b197",
+    "views_0005.py": "44ed8b283e6ad709658de5c5aa899289b7bd7fb1df7cc19e4b0f66a76f36a1ef",
 }
 
 
@@ -32,9 +33,11 @@ def test_released_view_sql_is_unchanged() -> None:
 def test_live_code_takes_the_current_views_from_the_newest_frozen_module() -> None:
     from mcptape.store import views
 
-    assert views.CURRENT is views_0004.VIEWS_V4
-    assert [view.name for view in views_0002.VIEWS_V2] + ["http_frames"] == list(views.VIEW_NAMES)
-    assert runner.HEAD_REVISION == "0004"
+    assert views.CURRENT == views_0004.VIEWS_V4 + views_0005.VIEWS_V5
+    assert [view.name for view in views_0002.VIEWS_V2] + ["http_frames", "conversations"] == list(
+        views.VIEW_NAMES
+    )
+    assert runner.HEAD_REVISION == "0006"
 
 
 def upgrade(db: Path, target: str) -> None:

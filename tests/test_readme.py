@@ -42,6 +42,19 @@ NOT_RUN = {
         "serves until stopped (tests/test_gateway*.py run the gateway)"
     ),
     "curl -s http://127.0.0.1:8808/health": "needs the gateway above running (tests/test_gateway_security.py)",
+    ".venv/bin/pip install -e '.[postgres]' && .venv/bin/python deploy/fleet.py up --config servers.json": (
+        "starts PostgreSQL, three replicas and HAProxy on fixed ports (tests/test_fleet_haproxy.py runs it)"
+    ),
+    ".venv/bin/python deploy/fleet.py down": "stops the fleet above (tests/test_fleet_haproxy.py)",
+    "mcptape record --otlp http://localhost:4318 -- npx -y @modelcontextprotocol/server-everything": (
+        "needs an OTLP receiver and a client (tests/test_otlp_modes.py runs --otlp on every command)"
+    ),
+    "mcptape proxy --otlp http://localhost:4318 --config claude_desktop_config.json": (
+        "serves until stopped (tests/test_otlp_modes.py runs proxy --otlp)"
+    ),
+    "mcptape export last --otlp http://localhost:4318": (
+        "needs an OTLP receiver (tests/test_export_formats.py posts to one)"
+    ),
 }
 CONFIG = {
     "mcpServers": {

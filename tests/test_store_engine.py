@@ -93,6 +93,7 @@ def test_new_database_gets_tables_indexes_views_at_head_revision(db_path: Path) 
         "events",
         "batch_replies",
         "alembic_version",
+        "replicas",
     }
     assert sqlite_objects(db_path, "view") == {view.name for view in CURRENT}
     assert {

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, otlp_option
 from mcptape.cli.rule_options import rule_options, rules_from_cli
 
 METHODS = (
@@ -252,6 +252,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     help="Say each connection state on stderr and copy the server's stderr there.",
 )
 @rule_options
+@otlp_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND [ARGS]...]")
 def call(command: tuple[str, ...], **opts: Any) -> None:
     """Run MCP methods against a server: the CI-first MCP client.
@@ -377,6 +378,7 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
         protocol_version=version,
         handler=rules_handler(rules, say),
         capabilities=rules.capabilities(),
+        otlp=opts["otlp"],
     )
     plan = RunPlan(
         target=target,

@@ -87,3 +87,52 @@ class Seconds(click.ParamType):
         if not math.isfinite(seconds) or seconds <= 0:
             self.fail(f"{value!r} is not a time limit: give a finite number of seconds above 0", param, ctx)
         return seconds
+
+
+class MissingExtra(click.UsageError):
+    """An option that needs an optional extra not installed: one line saying what to install
+    (a usage error: ``call`` reports those with its own exit status)."""
+
+    def show(self, file: Any = None) -> None:
+        from mcptape.terminal import safe
+
+        click.echo(f"mcptape: error: {safe(self.format_message())}", err=True)
+
+
+def _check_otlp(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    from urllib.parse import urlsplit
+
+    from mcptape.telemetry import missing_packages
+
+    try:
+        parts = urlsplit(value)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise click.BadParameter(
+            f"{value!r} is not an OTLP/HTTP receiver's URL; expected http(s)://HOST:PORT, "
+            "e.g. http://localhost:4318 (Jaeger, the OpenTelemetry Collector)"
+        )
+    missing = missing_packages()
+    if missing is not None:
+        raise MissingExtra(f"--otlp: {missing}")
+    return value
+
+
+def otlp_option(func: F) -> F:
+    """`--otlp URL`: export each exchange as an OpenTelemetry span (and the duration metrics) over OTLP/HTTP."""
+    return click.option(
+        "--otlp",
+        "otlp",
+        metavar="URL",
+        default=None,
+        callback=_check_otlp,
+        help="Export one OpenTelemetry span per exchange, and the MCP duration histograms, to the "
+        "OTLP/HTTP receiver at URL (e.g. Jaeger or a Collector: http://localhost:4318). Needs "
+        "mcptape[otel]. Export never holds frames back: what a full queue cannot take is counted "
+        "in an otlp_dropped event.",
+    )(func)

@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "show": "mcptape.cli.show:show",
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
+    "prune": "mcptape.cli.prune:prune",
     "replay": "mcptape.cli.replay:replay",
     "serve": "mcptape.cli.serve:serve",
     "diff": "mcptape.cli.diff:diff",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, otlp_option
 from mcptape.cli.rule_options import (
     declare_option,
     fault_options,
@@ -15,6 +16,9 @@ from mcptape.cli.rule_options import (
     rule_options,
     rules_from_cli,
 )
+
+if TYPE_CHECKING:
+    from mcptape.gateway.sealed import Sealer
 
 
 @click.command()
@@ -94,9 +98,23 @@ from mcptape.cli.rule_options import (
     metavar="N",
     help="Most sessions at once (each may be a server process); past it a new session gets 503.",
 )
+@click.option(
+    "--replica",
+    metavar="NAME",
+    help="This gateway's name in a fleet, recorded on every session (default: host name and port).",
+)
+@click.option(
+    "--session-key-file",
+    metavar="PATH",
+    type=click.Path(dir_okay=False),
+    help="Keys that seal session ids, one a line (32 bytes as base64 or hex; the first seals, every "
+    "one opens): replicas sharing them serve each other's HTTP-upstream sessions. "
+    "Default: $MCPTAPE_SESSION_KEY.",
+)
 @rule_options
 @declare_option
 @fault_options
+@otlp_option
 def proxy(
     config_path: str | None,
     listen: str,
@@ -110,6 +128,8 @@ def proxy(
     idle_timeout: float,
     grace: float,
     max_sessions: int,
+    replica: str | None,
+    session_key_file: str | None,
     handle_sampling: str | None,
     handle_elicitation: str | None,
     roots: tuple[str, ...],
@@ -117,13 +137,15 @@ def proxy(
     declare_capabilities: bool,
     fault: tuple[str, ...],
     faults_file: str | None,
+    otlp: str | None,
 ) -> None:
     """Serve every registered MCP server over HTTP, recording every session.
 
     Each upstream NAME (see `mcptape servers`) is served at /servers/NAME/mcp
     (streamable HTTP) and /servers/NAME/sse (legacy HTTP+SSE), whatever transport it
     speaks itself; a stdio server is started once per client session. GET /health
-    answers {"status":"ok"}.
+    answers {"status":"ok", ...} with the store's state (writable, lag_s), or 503
+    while this replica cannot record.
 
     \b
     Security: requests need the gateway's token, as `Authorization: Bearer TOKEN`
@@ -140,10 +162,18 @@ def proxy(
     itself (its own session ids), so that it can answer the server's requests.
 
     \b
-    \b
     Faults (--fault, --faults) work as for `record`, in every session; they too need
     the gateway to run each session itself. `cut` ends the SSE stream the frame would
     go on (the session goes on; a client may resume it with Last-Event-ID).
+
+    \b
+    A fleet (several replicas on one PostgreSQL behind HAProxy, see deploy/): give
+    every replica the same token, database, config and session key
+    (--session-key-file or $MCPTAPE_SESSION_KEY), a --replica name, and
+    --allow-host for the balancer's address. Session ids are then sealed: any
+    replica serves a session whose upstream speaks streamable HTTP; a session with
+    a process (stdio) stays on the replica that started it (the balancer keeps it
+    there; another replica answers 404).
 
     \b
     Examples:
@@ -174,6 +204,7 @@ def proxy(
             f"mcptape: warning: listening on {host}: anyone who can reach it and has the token can use your servers",
             err=True,
         )
+    sealer = _sealer(session_key_file)
     from mcptape.config.registry import ConfigError, known_upstreams, read_registry
     from mcptape.terminal import safe
 
@@ -213,8 +244,22 @@ def proxy(
         declare_capabilities=declare_capabilities,
         faults=faults,
         max_sessions=max_sessions,
+        replica=replica,
+        sealer=sealer,
+        otlp=otlp,
     )
     sys.exit(asyncio.run(run_gateway(config, token if announce else None)))
+
+
+def _sealer(path: str | None) -> Sealer | None:
+    """The key ring of --session-key-file or $MCPTAPE_SESSION_KEY; None when neither is given."""
+    from mcptape.gateway.sealed import Sealer, SessionKeyError, read_keys
+
+    try:
+        keys = read_keys(path)
+    except SessionKeyError as exc:
+        raise UserError(str(exc)) from None
+    return Sealer(keys) if keys else None
 
 
 def _parse_listen(listen: str) -> tuple[str, int]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, otlp_option
 from mcptape.cli.replay_options import remote_options
 from mcptape.cli.rule_options import (
     declare_option,
@@ -72,6 +72,7 @@ from mcptape.cli.rule_options import (
 @rule_options
 @declare_option
 @fault_options
+@otlp_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
 def record(
     db: str | None,
@@ -92,6 +93,7 @@ def record(
     url: str | None,
     transport: str | None,
     header_flags: tuple[str, ...],
+    otlp: str | None,
     command: tuple[str, ...],
 ) -> None:
     """Run an MCP server over stdio and record every frame between it and the client.
@@ -117,6 +119,7 @@ def record(
       mcptape record --handle-sampling auto --handle-elicitation decline -- python server.py
       mcptape record --url http://127.0.0.1:3001/mcp --header 'Authorization: Bearer ${TOKEN}'
       mcptape record --fault 'tools/call=delay:3000,p=0.3,seed=1' -- python server.py
+      mcptape record --otlp http://localhost:4318 -- python server.py
 
     \b
     In a desktop client's config (claude_desktop_config.json), the entry
@@ -153,6 +156,7 @@ def record(
             rules=rules,
             declare_capabilities=declare_capabilities,
             faults=faults,
+            otlp=otlp,
         )
         sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
     if transport is not None or header_flags:
@@ -173,6 +177,7 @@ def record(
         rules=rules,
         declare_capabilities=declare_capabilities,
         faults=faults,
+        otlp=otlp,
     )
     sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
 

@@ -51,6 +51,7 @@ class RecordPlan:
     # A remote upstream (``record --url``): makes the server-facing link instead of spawning argv.
     upstream_link: Callable[[], Link] | None = None
     transport: str = "stdio->stdio"
+    otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
 
 
 async def run_record(plan: RecordPlan) -> int:
@@ -68,6 +69,7 @@ async def run_record(plan: RecordPlan) -> int:
         forwards_without_store=plan.on_store_error != "fail",
         grace=plan.grace,
         answer_wait=plan.answer_wait,
+        otlp=plan.otlp,
     )
     try:
         client = open_stdio_link()

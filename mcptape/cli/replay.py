@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, otlp_option
 from mcptape.cli.replay_options import (
     CommandAfterDashes,
     comparison_options,
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     show_default=True,
     help="Copy the server's stderr to ours (it is recorded either way).",
 )
+@otlp_option
 @click.pass_context
 def replay(
     ctx: click.Context,
@@ -101,6 +102,7 @@ def replay(
     record: bool | None,
     grace: float,
     echo_stderr: bool,
+    otlp: str | None,
 ) -> None:
     """Re-drive a live server with recorded client frames and compare its responses.
 
@@ -173,6 +175,7 @@ def replay(
         rules=rules,
         upstream_link=remote[1] if remote is not None else None,
         transport=remote[2] if remote is not None else "stdio",
+        otlp=otlp,
     )
     sys.exit(_run(tapes, plan, files, report, junit, update))
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from mcptape.cli.common import UserError, db_option
+from mcptape.cli.common import UserError, db_option, otlp_option
 from mcptape.cli.replay_options import (
     CommandAfterDashes,
     comparison_options,
@@ -70,6 +70,7 @@ from mcptape.cli.replay_options import (
     help="With --listen: allow an address other than loopback (anyone who can reach it and has the token "
     "can read the recording).",
 )
+@otlp_option
 @click.pass_context
 def serve(
     ctx: click.Context,
@@ -91,6 +92,7 @@ def serve(
     token_file: str | None,
     no_auth: bool,
     allow_remote: bool,
+    otlp: str | None,
 ) -> None:
     """Play the server side of a recording to an MCP client, over stdio or HTTP.
 
@@ -158,6 +160,7 @@ def serve(
         forward_link=remote[1] if remote else None,
         forward_description=remote[0] if remote else None,
         normaliser=normaliser,
+        otlp=otlp,
     )
     if address is None:
         sys.exit(asyncio.run(run_serve(plan)))

@@ -72,6 +72,7 @@ class SessionOptions:
     retry_delays: tuple[float, ...] = BACKOFF
     upstream_opener: Callable[[Target], Awaitable[Link]] | None = None
     oauth: ClientConfig | None = None  # a remote server's 401 runs the OAuth flow (None: it fails)
+    otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
 
 
 class CallSession:
@@ -226,6 +227,7 @@ class CallSession:
             name=self.target.name,
             store=OwnStore(self.options.db) if self.options.record else None,
             grace=self.options.grace,
+            otlp=self.options.otlp,
         )
         # The store opens once the first frame is sent (_send): importing SQLAlchemy must
         # not delay the first request.

@@ -38,6 +38,10 @@ from mcptape.proxy.http.headers import HeaderError
 
 __all__ = ["Gateway", "GatewayConfig", "GatewaySession", "SessionLimit", "UpstreamUnavailable"]
 
+# A replica whose oldest unwritten row is older than this is taken out of rotation by /health:
+# its frames wait in memory (bounded), and another replica may be recording fine.
+MAX_HEALTHY_LAG = 30.0
+
 # How the request carried the gateway's token: "authorization" (consumed) or "own-header".
 AUTH_VIA = web.RequestKey("auth_via", str)
 
@@ -54,11 +58,18 @@ class Gateway:
     ) -> None:
         self.config = config
         self.store = store if store is not None else GatewayStore(config.db, config.redact_paths)
+        self.store.replica = config.replica_name
         self.upstreams = upstreams if upstreams is not None else RegistryUpstreams(config, self.store)
         self.manager = SessionManager(config, self.upstreams)
         self.streamable = StreamableSessions(self.manager)
         self.legacy = LegacySseSessions(self.manager)
-        self.passthrough = PassThrough(self.store, config.redact_names)
+        self.passthrough = PassThrough(
+            self.store,
+            config.redact_names,
+            otlp=config.otlp,
+            sealer=config.sealer,
+            replica=config.replica_name,
+        )
         self.hosts: frozenset[str] = frozenset()
 
     @property
@@ -81,6 +92,7 @@ class Gateway:
     def bound(self, port: int) -> None:
         """The listener is bound: requests must name this host and port."""
         self.config.port = port
+        self.config.replica_name()  # settled now: host name and this port unless --replica
         self.hosts = security.allowed_hosts(self.config.host, port, self.config.extra_hosts)
 
     @web.middleware
@@ -117,7 +129,17 @@ class Gateway:
             return http_error(503, str(exc), {"Retry-After": "5"})
 
     async def _health(self, request: web.Request) -> web.Response:
-        return web.json_response({"status": "ok"})
+        """For a balancer's checks: 503 while this replica cannot record (its store failed for
+        good, or is more than MAX_HEALTHY_LAG behind); the store's state either way."""
+        store = self.store.health()
+        failed = bool(store.get("failed")) or float(store.get("lag_s") or 0.0) > MAX_HEALTHY_LAG
+        body = {
+            "status": "unavailable" if failed else "ok",
+            "replica": self.config.replica_name(),
+            "sessions": len(self.manager.sessions) + len(self.passthrough.sessions),
+            "store": store,
+        }
+        return web.json_response(body, status=503 if failed else 200)
 
     # -- routes -----------------------------------------------------------------------
 

@@ -9,8 +9,6 @@ server sends is a ``message`` event on the stream. The stream closing ends the s
 
 from __future__ import annotations
 
-import secrets
-
 from aiohttp import web
 
 from mcptape.gateway.manager import SessionManager
@@ -18,6 +16,7 @@ from mcptape.gateway.responses import http_error, not_json_rpc
 from mcptape.gateway.session import frame_meta, pump
 from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.downstream import SseSessionLink
+from mcptape.proxy.http.headers import SESSION_ID
 from mcptape.proxy.http.sse import encode_event
 from mcptape.proxy.link import LinkClosed
 from mcptape.wire.frame import Frame
@@ -31,7 +30,7 @@ class LegacySseSessions:
 
     async def get(self, request: web.Request, name: str, forward_auth: str | None) -> web.StreamResponse:
         """Open a legacy SSE session: the endpoint event, then every server message, until either side leaves."""
-        sid = secrets.token_hex(16)
+        sid = self.manager.mint_sid(name)
         link = SseSessionLink(sid, path=request.path)
         gateway_session = self.manager.open(name, link, "sse", forward_auth)
         endpoint = f"/servers/{name}/messages?session_id={sid}"
@@ -40,7 +39,9 @@ class LegacySseSessions:
             return http_error(503, "the session did not start")
         link.emit("sse_endpoint", endpoint, {"endpoint": endpoint, "served_by": "mcptape"})
         try:
-            return await pump(request, gateway_session, link.stream, 0, {})
+            # The id in a header too: a balancer learns from it where the session's POSTs go
+            # (deploy/haproxy.cfg sticks on it, and on the endpoint's session_id).
+            return await pump(request, gateway_session, link.stream, 0, {SESSION_ID: sid})
         finally:
             link.client_gone("the client closed its SSE stream")
 
@@ -48,8 +49,13 @@ class LegacySseSessions:
         """One message of a legacy SSE session: delivered to the relay, answered 202 (replies go on the stream)."""
         sid = request.query.get("session_id", "")
         gateway_session = self.manager.sessions.get(sid)
-        if gateway_session is None or not isinstance(gateway_session.link, SseSessionLink):
-            return http_error(404, f"session {sid!r} does not exist (it ended or expired)")
+        name = request.match_info.get("name", "")
+        if (
+            gateway_session is None
+            or not isinstance(gateway_session.link, SseSessionLink)
+            or gateway_session.name != name
+        ):
+            return http_error(404, self.manager.unknown(sid, name))
         body = await read_body(request)
         frame = Frame(body, "c2s", meta=frame_meta(request, "sse-endpoint", self.manager.config.redact_names))
         try:

@@ -29,6 +29,7 @@ from mcptape.proxy.link import Link
 from mcptape.wire.frame import Frame
 
 if TYPE_CHECKING:
+    from mcptape.gateway.sealed import Sealer
     from mcptape.gateway.store import GatewayStore
     from mcptape.rules.faults import FaultSet
     from mcptape.rules.rules import Rules
@@ -71,6 +72,19 @@ class GatewayConfig:
     # Each session may be a process: a client that opens sessions and never ends them
     # must meet a clear refusal before the machine runs out of memory or descriptors.
     max_sessions: int = 100
+    otlp: str | None = None  # an OTLP/HTTP receiver: every session's spans and metrics go there
+    # A fleet: this replica's name on every session row (None: host name and port), and the
+    # key ring that seals client-facing session ids (None: plain random ids, one process).
+    replica: str | None = None
+    sealer: Sealer | None = None
+
+    def replica_name(self) -> str:
+        """This replica's name: ``--replica``, else the host name and the port bound."""
+        if self.replica is None:
+            import socket
+
+            self.replica = f"{socket.gethostname()}:{self.port}"
+        return self.replica
 
 
 class Upstreams(Protocol):
@@ -116,6 +130,25 @@ class SessionManager:
     ending: set[GatewaySession] = field(default_factory=set)  # ended by the client, upstream closing
     pools: dict[str, list[GatewaySession]] = field(default_factory=dict)  # per name: stateless sessions
     _sweeper: asyncio.Task[None] | None = None
+
+    # -- session ids ------------------------------------------------------------------
+
+    def mint_sid(self, name: str) -> str:
+        """A new client-facing session id: random, or in a fleet sealed with this replica's name
+        (another replica can then say where the session lives, see gateway/sealed.py)."""
+        local = secrets.token_hex(16)
+        sealer = self.config.sealer
+        if sealer is None:
+            return local
+        from mcptape.gateway.sealed import Sealed
+
+        return sealer.seal(Sealed(name, "", replica=self.config.replica_name(), local_sid=local))
+
+    def unknown(self, sid: str, name: str) -> str:
+        """The one line of the 404 for a session id this replica does not hold."""
+        from mcptape.gateway.sealed import unknown_session
+
+        return unknown_session(self.config.sealer, sid, name, self.config.replica_name())
 
     # -- opening ----------------------------------------------------------------------
 
@@ -252,6 +285,8 @@ class RegistryUpstreams:
             declare_capabilities=self.config.declare_capabilities,
             faults=self.config.faults,
             grace=self.config.grace,
+            otlp=self.config.otlp,
+            replica=self.config.replica_name(),
         )
 
     def open(self, name: str, downstream: str, forward_auth: str | None) -> tuple[Link, SessionPlan]:

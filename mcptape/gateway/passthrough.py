@@ -23,7 +23,8 @@ event. Tokens are never minted or swapped.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Iterable
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -34,6 +35,8 @@ from aiohttp import web
 from mcptape.assemble import Session, SessionPlan, StoreSource, assemble
 from mcptape.config.registry import UpstreamSpec
 from mcptape.gateway.passthrough_client import UpstreamClient, UpstreamError
+from mcptape.gateway.responses import http_error
+from mcptape.gateway.sealed import Sealed, Sealer, open_passed_through
 from mcptape.gateway.security import TOKEN_HEADER
 from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.flow import Flow
@@ -106,9 +109,21 @@ def rewrite_resource(body: bytes, gateway_url: str) -> bytes | None:
 class PassThrough:
     """Forwards streamable HTTP requests to HTTP upstreams, recording the frames that cross."""
 
-    def __init__(self, store: StoreSource, redact_names: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        store: StoreSource,
+        redact_names: tuple[str, ...],
+        *,
+        otlp: str | None = None,
+        sealer: Sealer | None = None,
+        replica: Callable[[], str] | None = None,
+    ) -> None:
         self.store = store
+        self.otlp = otlp
         self.redact_names = redact_names
+        # A fleet: client-facing session ids are the upstream's sealed (any replica opens them).
+        self.sealer = sealer
+        self.replica = replica
         self.sessions: dict[str, PassSession] = {}
         self._http: UpstreamClient | None = None
 
@@ -117,10 +132,21 @@ class PassThrough:
             self._http = UpstreamClient(connect_timeout=10.0)
         return self._http
 
-    def _session(self, key: str, name: str, spec: UpstreamSpec) -> PassSession:
+    def _session(
+        self, key: str, name: str, spec: UpstreamSpec, conversation: str | None = None
+    ) -> PassSession:
         session = self.sessions.get(key)
         if session is None:
-            plan = SessionPlan("proxy", "http->http", spec.describe(), name=name, store=self.store)
+            plan = SessionPlan(
+                "proxy",
+                "http->http",
+                spec.describe(),
+                name=name,
+                store=self.store,
+                otlp=self.otlp,
+                replica=self.replica() if self.replica is not None else None,
+                conversation_id=conversation,
+            )
             session = self.sessions[key] = PassSession(assemble(plan), time.monotonic())
         session.last_active = time.monotonic()
         return session
@@ -139,7 +165,15 @@ class PassThrough:
         http = self._http or self._client()
         body = await read_body(request) if request.method == "POST" else None
         headers = upstream_headers(request.headers.items(), strip_auth, expand_headers(spec.headers))
-        key_sid = request.headers.get(SESSION_ID)
+        client_sid = key_sid = request.headers.get(SESSION_ID)
+        conversation: str | None = None
+        if self.sealer is not None and client_sid is not None:
+            opened = open_passed_through(self.sealer, client_sid, name)
+            if isinstance(opened, str):
+                return http_error(404, opened)
+            upstream_sid = key_sid = opened.upstream_sid or ""
+            conversation = opened.conversation
+            headers = [(k, upstream_sid if k.lower() == "mcp-session-id" else v) for k, v in headers]
         meta = {
             "http_method": request.method,
             "path": request.path,
@@ -158,7 +192,7 @@ class PassThrough:
 
         # A request in a known session is recorded while the upstream works on it; the one
         # that opens a session (the id comes with the answer) once the answer is there.
-        known = self._session(f"{name}:{key_sid}", name, spec) if key_sid else None
+        known = self._session(f"{name}:{key_sid}", name, spec, conversation) if key_sid else None
         upstream = await http.request(
             request.method,
             spec.url,
@@ -168,7 +202,9 @@ class PassThrough:
         )
         sid = key_sid or upstream.head.get(SESSION_ID) or None
         key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
-        session = known or self._session(key, name, spec)
+        if sid and not key_sid and self.sealer is not None:
+            conversation = uuid.uuid4().hex  # a new session: every replica's rows of it share this
+        session = known or self._session(key, name, spec, conversation)
         recorded = session.session
         if sid and not key_sid:
             recorded.event("http_session", f"the server minted session {sid}", {"session_id": sid})
@@ -177,6 +213,8 @@ class PassThrough:
         for wait in waits:  # back-pressure: only when the store is ~100 ms behind
             await wait
         out_headers = end_to_end(upstream.headers)
+        if self.sealer is not None:
+            out_headers = self._sealed_headers(out_headers, name, key_sid, client_sid, conversation)
         edited = []
         for i, (k, v) in enumerate(out_headers):
             if k.lower() == "www-authenticate" and "resource_metadata" in v:
@@ -253,6 +291,27 @@ class PassThrough:
         elif upstream.status == 404 and key_sid:
             self.end(key, "closed", "the server no longer knows this session (404)")
         return response
+
+    def _sealed_headers(
+        self,
+        headers: list[tuple[str, str]],
+        name: str,
+        upstream_sid: str | None,
+        client_sid: str | None,
+        conversation: str | None,
+    ) -> list[tuple[str, str]]:
+        """The answer's ``Mcp-Session-Id`` sealed: the client's own id again for the session it
+        named, a new sealed id for a session the upstream just opened."""
+        assert self.sealer is not None
+        out = []
+        for k, v in headers:
+            if k.lower() == "mcp-session-id":
+                if v == upstream_sid and client_sid is not None:
+                    v = client_sid
+                else:
+                    v = self.sealer.seal(Sealed(name, conversation or uuid.uuid4().hex, upstream_sid=v))
+            out.append((k, v))
+        return out
 
     async def protected_resource(
         self, spec: UpstreamSpec, gateway_url: str, session_key: str

@@ -13,7 +13,6 @@ SSE endpoint alike.
 from __future__ import annotations
 
 import contextlib
-import secrets
 import time
 from typing import Any
 
@@ -82,13 +81,16 @@ class StreamableSessions:
         headers: dict[str, str] = {}
         if sid is not None:
             existing = manager.sessions.get(sid)
-            if existing is None or not isinstance(existing.link, HttpSessionLink) or existing.stateless:
-                return http_error(
-                    404, f"session {sid!r} does not exist (it ended or expired); start a new one"
-                )
+            if (
+                existing is None
+                or not isinstance(existing.link, HttpSessionLink)
+                or existing.stateless
+                or existing.name != name
+            ):
+                return http_error(404, manager.unknown(sid, name))
             gateway_session = existing
         elif frame.method == INITIALIZE or frame.kind == "batch":
-            sid = secrets.token_hex(16)
+            sid = manager.mint_sid(name)
             headers[SESSION_ID] = sid
             gateway_session = manager.open(
                 name, HttpSessionLink(sid, path=request.path), "http", forward_auth
@@ -150,6 +152,11 @@ class StreamableSessions:
         if sid is None:
             return http_error(400, "Mcp-Session-Id header required")
         gateway_session = self.manager.sessions.get(sid)
-        if gateway_session is None or not isinstance(gateway_session.link, HttpSessionLink):
-            return http_error(404, f"session {sid!r} does not exist (it ended or expired)")
+        name = request.match_info.get("name", "")
+        if (
+            gateway_session is None
+            or not isinstance(gateway_session.link, HttpSessionLink)
+            or gateway_session.name != name
+        ):
+            return http_error(404, self.manager.unknown(sid, name))
         return gateway_session

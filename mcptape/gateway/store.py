@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
@@ -25,6 +25,7 @@ from mcptape.terminal import say
 from mcptape.wire.frame import Frame
 
 if TYPE_CHECKING:
+    from mcptape.gateway.heartbeat import Heartbeat
     from mcptape.store import Store, Writer
 
 
@@ -77,6 +78,9 @@ class GatewayStore:
         self.error: str | None = None
         self._opened = threading.Event()
         self.pool = ThreadPoolExecutor(1, thread_name_prefix="mcptape-gateway-store")
+        # A fleet on a server database: this replica's name, for its heartbeat (gateway/heartbeat.py).
+        self.replica: Callable[[], str] | None = None
+        self._heartbeat: Heartbeat | None = None
 
     def open_in_background(self) -> None:
         if not self.record:
@@ -90,6 +94,11 @@ class GatewayStore:
 
             self.store = open_store(self.db)
             self.writer = self.store.writer()
+            if self.replica is not None and self.store.path is None:
+                from mcptape.gateway.heartbeat import Heartbeat
+
+                self._heartbeat = Heartbeat(self.store, self.replica())
+                self._heartbeat.start()
         except Exception as exc:
             self.error = f"cannot open the recording database: {exc}"
             say(f"error: {self.error}; sessions are served but not recorded")
@@ -98,6 +107,34 @@ class GatewayStore:
 
     def where(self) -> str:
         return self.store.where if self.store is not None else (self.db or "the default database")
+
+    def health(self) -> dict[str, Any]:
+        """Whether the store takes rows now and how far behind it is (no database I/O: cheap to poll).
+
+        ``writable``: open, not failed, not waiting for the database (a lock, a server away);
+        ``lag_s``: age of the oldest row not yet committed; ``failed``: nothing can be recorded
+        (why is said on stderr: /health needs no token, so it names no database).
+        """
+        if not self.record:
+            return {"recording": False, "writable": False, "lag_s": 0.0}
+        writer = self.writer
+        if writer is None:
+            opened = self._opened.is_set()
+            return {
+                "recording": True,
+                "writable": False,
+                "opening": not opened,
+                "failed": opened,
+                "lag_s": 0.0,
+            }
+        return {
+            "recording": True,
+            "writable": writer.failed is None and not writer.waiting_for_lock,
+            "lag_s": round(writer.lag, 3),
+            "backlog_frames": writer.backlog,
+            "backlog_bytes": writer.backlog_bytes,
+            "failed": writer.failed is not None,
+        }
 
     def session_store(self, recorder: Recorder, row: SessionRow) -> SharedSessionStore:
         """A session's way into this store: its row is created when it starts."""
@@ -136,6 +173,8 @@ class GatewayStore:
     def close(self) -> Any:
         """Flush every frame queued and close (on a plain thread, never the loop)."""
         self._opened.wait(30)
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
         if self.store is not None:
             self.store.close()
         self.pool.shutdown(wait=False)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 # The newest revision in versions/; tests/test_store_engine.py checks it against Alembic.
-HEAD_REVISION: Final = "0004"
+HEAD_REVISION: Final = "0006"
 MIGRATIONS_DIR: Final = Path(__file__).resolve().parent
 VERSION_TABLE: Final = "alembic_version"
 # Any constant shared by all mcptape processes; this is b"mcptape1" read as a big-endian integer.

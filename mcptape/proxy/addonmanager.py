@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcptape.proxy.flow import Flow
-from mcptape.proxy.hooks import HOOK_SPECS, HOOKS
+from mcptape.proxy.hooks import ALL_HOOKS, HOOKS, Hook
 from mcptape.terminal import say
 
 __all__ = ["AddonError", "AddonManager", "Flow", "Outcome", "SessionContext"]
@@ -62,7 +62,7 @@ class Outcome:
     stopped_by_us: bool = False
 
 
-Hook = Callable[..., Any]
+HookFn = Callable[..., Any]
 Prepare = Callable[[Flow], None]
 _Stage = tuple[int, int]  # (0: frame hooks, 1: frame_done hooks; index of the next hook)
 
@@ -74,10 +74,10 @@ def _check_addon(addon: object) -> None:
         near = difflib.get_close_matches(name, HOOKS, n=1, cutoff=0.8)
         if near:
             raise AddonError(f"{type(addon).__name__}.{name} is not a hook: did you mean {near[0]!r}?")
-    for spec in HOOK_SPECS:
-        fn = getattr(addon, spec.name, None)
-        if fn is not None and not spec.may_be_async and inspect.iscoroutinefunction(fn):
-            raise AddonError(f"{type(addon).__name__}.{spec.name} must not be async")
+    for hook in ALL_HOOKS:
+        fn = getattr(addon, hook.name, None)
+        if fn is not None and not hook.may_be_async and inspect.iscoroutinefunction(fn):
+            raise AddonError(f"{type(addon).__name__}.{hook.name} must not be async")
 
 
 class AddonManager:
@@ -87,7 +87,7 @@ class AddonManager:
         for addon in addons:
             _check_addon(addon)
         self.addons = list(addons)
-        self._hooks: dict[str, list[tuple[object, Hook]]] = {name: [] for name in HOOKS}
+        self._hooks: dict[str, list[tuple[object, HookFn]]] = {name: [] for name in HOOKS}
         for addon in addons:
             for name in HOOKS:
                 fn = getattr(addon, name, None)
@@ -111,7 +111,9 @@ class AddonManager:
 
     # -- lifecycle hooks (on the loop) ------------------------------------------------
 
-    async def call(self, hook: str, *args: Any) -> None:
+    async def call(self, event: Hook) -> None:
+        """Call ``event``'s hook on every addon in order, awaiting the async ones."""
+        hook, args = event.name, event.args()
         for addon, fn in self._hooks[hook]:
             try:
                 result = fn(*args)
@@ -120,15 +122,18 @@ class AddonManager:
             except Exception as exc:
                 self._failed(addon, hook, exc)
 
-    def call_sync(self, hook: str, *args: Any) -> None:
+    def call_sync(self, event: Hook) -> None:
+        """Call a sync-only hook (``event``) on every addon in order, on this thread."""
+        hook, args = event.name, event.args()
         for addon, fn in self._hooks[hook]:
             try:
                 fn(*args)
             except Exception as exc:
                 self._failed(addon, hook, exc)
 
-    def call_soon(self, hook: str, *args: Any) -> None:
+    def call_soon(self, event: Hook) -> None:
         """Call a lifecycle hook from code that cannot await it: an async hook runs on the loop."""
+        hook, args = event.name, event.args()
         for addon, fn in self._hooks[hook]:
             try:
                 result = fn(*args)

@@ -1,62 +1,89 @@
-"""The hooks an addon may implement, one documented entry each (mitmproxy's hooks.py, kept small).
+"""The hooks an addon may implement: each a small dataclass of its arguments, its docstring its documentation.
 
-An addon is any object with methods named after these hooks; each is optional and may
-be sync or async unless noted. :class:`mcptape.proxy.addonmanager.AddonManager` finds them
-by name, and refuses an addon with a public method whose name is a near miss of a
-hook (``frame_don``), so a typo fails when the addon is added instead of never running.
+mitmproxy's ``hooks.py`` is the model. An addon is any object with methods named after
+these hooks (:attr:`Hook.name`); each is optional and may be sync or async unless the
+hook says otherwise. The relay calls lifecycle hooks by passing an event object to
+:meth:`mcptape.proxy.addonmanager.AddonManager.call`, which calls each addon's method
+with the event's fields; the two frame hooks run on the hot path
+(:meth:`~mcptape.proxy.addonmanager.AddonManager.run_frame`) with the flow alone.
+The manager refuses an addon with a public method whose name is a near miss of a hook
+(``frame_don``), so a typo fails when the addon is added instead of never running.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from mcptape.proxy.addonmanager import Outcome, SessionContext
+    from mcptape.proxy.flow import Flow
 
 
 @dataclass(frozen=True)
-class HookSpec:
-    """A hook's name, its arguments and what it may do."""
+class Hook:
+    """Base of the hooks: ``name`` is the addon method it calls; the fields are its arguments."""
 
-    name: str
-    args: str
-    doc: str
-    may_be_async: bool = True
+    name: ClassVar[str]
+    may_be_async: ClassVar[bool] = True
+
+    def args(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))
 
 
-HOOK_SPECS: tuple[HookSpec, ...] = (
-    HookSpec(
-        "session_start",
-        "(session: SessionContext)",
-        "The relay is about to carry frames. Awaited before the first frame is delivered.",
-    ),
-    HookSpec(
-        "frame",
-        "(flow: Flow)",
-        "A frame arrived from a peer. The addon may flow.respond(...), respond_error(...), "
-        "reply(...), replace(...), drop() or hold(). Addons run in order; once one has "
-        "answered, dropped or held a flow, later ones are not asked. Runs on the thread that "
-        "delivered the frame (a link's reader thread or the event loop): keep it quick and "
-        "thread-safe. Returning an awaitable (or being async) makes the relay finish the "
-        "flow on the event loop while the link waits.",
-    ),
-    HookSpec(
-        "frame_done",
-        "(flow: Flow)",
-        "The decision is made and the frame is about to be forwarded (or not). Observers "
-        "such as the recorder live here: they see every frame that arrived, whatever the "
-        "deciders did, and the frames mcptape writes itself (flow.injected). An awaitable "
-        "returned slows the relay until it is done (back-pressure).",
-    ),
-    HookSpec(
-        "event",
-        "(session: SessionContext, kind: str, text: str | None, data: object)",
-        "Something that is not a frame happened (stderr line, process exit, error, HTTP "
-        "session created). Sync only; may be called from any thread.",
-        may_be_async=False,
-    ),
-    HookSpec(
-        "session_end",
-        "(session: SessionContext, outcome: Outcome)",
-        "The session is over: both links are closed. Awaited; must not block the loop.",
-    ),
-)
+@dataclass(frozen=True)
+class SessionStart(Hook):
+    """The relay is about to carry frames. Awaited before the first frame is delivered."""
 
-HOOKS: tuple[str, ...] = tuple(spec.name for spec in HOOK_SPECS)
+    name: ClassVar[str] = "session_start"
+    session: SessionContext
+
+
+@dataclass(frozen=True)
+class FrameArrived(Hook):
+    """A frame arrived from a peer. The addon may ``flow.respond(...)``, ``respond_error(...)``,
+    ``reply(...)``, ``replace(...)``, ``drop()`` or ``hold()``. Addons run in order; once one
+    has answered, dropped or held a flow, later ones are not asked. Runs on the thread that
+    delivered the frame (a link's reader thread or the event loop): keep it quick and
+    thread-safe. Returning an awaitable (or being async) makes the relay finish the flow on
+    the event loop while the link waits."""
+
+    name: ClassVar[str] = "frame"
+    flow: Flow
+
+
+@dataclass(frozen=True)
+class FrameDone(Hook):
+    """The decision is made and the frame is about to be forwarded (or not). Observers such
+    as the recorder live here: they see every frame that arrived, whatever the deciders
+    did, and the frames mcptape writes itself (``flow.injected``). An awaitable returned
+    slows the relay until it is done (back-pressure)."""
+
+    name: ClassVar[str] = "frame_done"
+    flow: Flow
+
+
+@dataclass(frozen=True)
+class Event(Hook):
+    """Something that is not a frame happened (stderr line, process exit, error, HTTP session
+    created). Sync only; may be called from any thread."""
+
+    name: ClassVar[str] = "event"
+    may_be_async: ClassVar[bool] = False
+    session: SessionContext
+    kind: str
+    text: str | None
+    data: object
+
+
+@dataclass(frozen=True)
+class SessionEnd(Hook):
+    """The session is over: both links are closed. Awaited; must not block the loop."""
+
+    name: ClassVar[str] = "session_end"
+    session: SessionContext
+    outcome: Outcome
+
+
+ALL_HOOKS: tuple[type[Hook], ...] = (SessionStart, FrameArrived, FrameDone, Event, SessionEnd)
+HOOKS: tuple[str, ...] = tuple(hook.name for hook in ALL_HOOKS)

@@ -45,6 +45,7 @@ from typing import Any
 import orjson
 
 from mcptape.proxy.addonmanager import AddonManager, Flow, Outcome, SessionContext
+from mcptape.proxy.hooks import Event, SessionEnd, SessionStart
 from mcptape.proxy.link import Link, LinkBase, LinkClosed, LinkEnd, status_sentence, wait_from_thread
 from mcptape.wire.frame import Direction, Frame, classify_batch, id_key, opposite
 from mcptape.wire.ids import encode_id
@@ -122,7 +123,7 @@ class Relay:
 
     def emit(self, kind: str, text: str | None = None, data: object = None) -> None:
         """Report something that is not a frame (stderr line, exit, error) to the addons. Any thread."""
-        self.addons.call_sync("event", self.session, kind, text, data)
+        self.addons.call_sync(Event(self.session, kind, text, data))
 
     def stop(self, reason: str) -> None:
         """Ask the relay to end the session (a signal arrived). Call on the loop; idempotent."""
@@ -353,7 +354,7 @@ class Relay:
         loop = self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self._stop = asyncio.Event()
-        await self.addons.call("session_start", self.session)
+        await self.addons.call(SessionStart(self.session))
         c2s = self._ended["c2s"] = loop.create_future()
         s2c = self._ended["s2c"] = loop.create_future()
         self.server.start(self.deliver, lambda why: self._end("s2c", why), self.emit)
@@ -392,7 +393,7 @@ class Relay:
                 outcome.stopped_by_us,
             )
         await self._close_client()
-        await self.addons.call("session_end", self.session, outcome)
+        await self.addons.call(SessionEnd(self.session, outcome))
         return outcome
 
     async def _close_server(self) -> LinkEnd:

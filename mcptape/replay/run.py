@@ -51,6 +51,7 @@ class ReplayPlan:
     # A remote server (--url, or a remote --upstream entry): a fresh link to it per recording.
     upstream_link: Callable[[], Link] | None = None
     transport: str = "stdio"
+    otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
 
 
 @dataclass
@@ -99,6 +100,7 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
         replay_of=tape.session_id,
         store=OwnStore(plan.db) if plan.record else None,
         grace=plan.grace,
+        otlp=plan.otlp,
     )
     session = assemble(session_plan, player, server)
     if session.store is not None:

@@ -43,6 +43,7 @@ class ServePlan:
     forward_description: str | None = None
     normaliser: Normaliser = field(default_factory=Normaliser)
     grace: float = 2.0
+    otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
 
     def forward_target(self) -> str:
         """The server misses are forwarded to, as the user named it."""
@@ -100,6 +101,7 @@ def serve_plan(plan: ServePlan, downstream: str, store: StoreSource | None = Non
         replay_of=plan.tape.session_id,
         store=store if plan.record else None,
         grace=plan.grace,
+        otlp=plan.otlp,
     )
 
 

@@ -243,6 +243,18 @@ class Store:
         """
         from mcptape.store import writer as writer_module
 
+        upkeep = None
+        if self.path is None:
+            from mcptape.store import partitions
+
+            engine = self.engine
+
+            def upkeep() -> None:
+                partitions.ensure_ahead(engine, time.time())
+
+            # Now, before the first frame: a frame never waits for a partition to be made.
+            with contextlib.suppress(Exception):
+                upkeep()
         writer = writer_module.Writer(
             self.engine,
             where=self.where,
@@ -252,6 +264,8 @@ class Store:
             if max_backlog_bytes is None
             else max_backlog_bytes,
             watch=self._file_identity(),
+            upkeep=upkeep,
+            upkeep_every=3600.0,
         )
         self._writers.append(writer)
         self._wrote = True

@@ -61,6 +61,15 @@ sessions = Table(
     Column("replay_of", String(32)),  # the session a replay re-drives
     Column("pid", Integer),  # mcptape's process id
     Column("mcptape_version", String(32)),
+    Column("replica", Text),  # the gateway replica that recorded it (mcptape proxy --replica)
+    # Shared by the rows of one client session recorded by several replicas; NULL: its own id.
+    Column("conversation_id", String(64)),
+    Index(
+        "ix_sessions_conversation",
+        "conversation_id",
+        sqlite_where=text("conversation_id IS NOT NULL"),
+        postgresql_where=text("conversation_id IS NOT NULL"),
+    ),
 )
 
 frames = Table(
@@ -122,4 +131,14 @@ events = Table(
     Column("text", Text),
     Column("data", Text),  # JSON
     Index("ix_events_session", "session_id", "id"),
+)
+
+# A gateway replica's heartbeat: the others close the running sessions of one not seen for a while.
+replicas = Table(
+    "replicas",
+    metadata,
+    Column("name", Text, primary_key=True),
+    Column("pid", Integer),
+    Column("started_at", Float),
+    Column("seen_at", Float, nullable=False),
 )

@@ -9,6 +9,9 @@
                    2026-07-28 questions of ``input_required`` results, with who answered
 ``http_frames``    frames that travelled over HTTP, with their method, path, stream, status,
                    SSE event id and the headers that matter
+``conversations``  every exchange with its conversation: a session (all replicas' rows of
+                   it), or for 2026-07-28 traffic a trace, a ``requestState`` or task chain,
+                   a client
 =================  ==========================================================================
 
 Views are created by migrations, and the SQL a released migration runs never changes:
@@ -18,7 +21,7 @@ newest revision creates. Since revision 0003 a reply's ``method`` is its request
 and `exchanges` joins on the pairs the writer stores (``frames.request_seq`` and
 ``batch_replies``), so a view query costs about one scan of ``frames``. Since 0004 a
 request a proxy edit replaced is left out of `exchanges` (its replacement carries the
-exchange).
+exchange). 0005 adds `conversations`.
 
 Every view has a SQLite and a PostgreSQL body. Both read the frame ``text`` as JSON
 defensively: a frame cut because of its size is not valid JSON any more, and one bad
@@ -31,10 +34,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from mcptape.migrations.frozen import views_0004 as _current
+from mcptape.migrations.frozen import views_0004, views_0005
 from mcptape.migrations.frozen.common import View
 
-CURRENT: Final[tuple[View, ...]] = _current.VIEWS_V4
+CURRENT: Final[tuple[View, ...]] = views_0004.VIEWS_V4 + views_0005.VIEWS_V5
 VIEW_NAMES: Final = tuple(view.name for view in CURRENT)
 
 __all__ = ["CURRENT", "VIEW_NAMES", "View"]

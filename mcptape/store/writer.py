@@ -122,7 +122,14 @@ class Writer:
         max_backlog_bytes: int = MAX_BACKLOG_BYTES,
         handoff_patience: float = HANDOFF_PATIENCE_S,
         watch: FileIdentity | None = None,
+        upkeep: Callable[[], None] | None = None,
+        upkeep_every: float = 3600.0,
     ) -> None:
+        # Housekeeping on the writer's own thread now and then (PostgreSQL's partitions
+        # made ahead, see mcptape.store.partitions); its failure never stops the writer.
+        self._upkeep = upkeep
+        self._upkeep_every = upkeep_every
+        self._upkeep_due = time.monotonic() + upkeep_every
         self.frames_written = 0
         self.handoffs = 0  # large frames whose bytes the writer released before SQLite built the row
         self._handoff_patience = handoff_patience
@@ -254,6 +261,11 @@ class Writer:
         return self._backlog.waiting_for_lock
 
     @property
+    def lag(self) -> float:
+        """Seconds since the oldest row not yet committed was queued (0 when everything is written)."""
+        return self._backlog.lag()
+
+    @property
     def backlog(self) -> int:
         """Frames queued and not yet committed."""
         return self._backlog.frames
@@ -341,6 +353,10 @@ class Writer:
         try:
             while True:
                 batch = self._take(block=not stopping)
+                if self._upkeep is not None and time.monotonic() >= self._upkeep_due:
+                    self._upkeep_due = time.monotonic() + self._upkeep_every
+                    with contextlib.suppress(Exception):
+                        self._upkeep()
                 if batch:
                     last, full = batch[-1][0], len(batch) >= self._batch_size
                     self._apply(batch)  # empties the list: nothing is held while waiting
