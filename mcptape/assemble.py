@@ -22,9 +22,9 @@ The addon chain, built by :func:`default_addons` in this order (mitmproxy's
 3. **the faults** (:mod:`mcptape.proxy.addons.faults`), with fault rules only: decides
    in ``frame`` (drops, holds, answers with an error, replaces) and, in ``frame_done``,
    records the fault beside the frame (the recorder has given it its ``seq``) and
-   schedules what it sends late. Last, because a fault stands for trouble on the wire
-   between mcptape and a peer: it touches what mcptape would put on the wire, after
-   the injector has answered what it answers in the client's place (mcptape's own
+   schedules what it sends late. The last decider, because a fault stands for trouble
+   on the wire between mcptape and a peer: it touches what mcptape would put on the
+   wire, after the injector has answered what it answers in the client's place (mcptape's own
    answers are never faulted), and the injector sees every frame as the peer sent it,
    so its bookkeeping (calls in flight, retries) is whole whatever a fault does.
 4. **the OTLP exporter** (:mod:`mcptape.proxy.addons.otlp`), with ``--otlp URL`` only:
