@@ -2,68 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Final
+import contextlib
 
 import click
 
 from mcptape.cli.common import Interrupted, Seconds, UserError, db_option
 from mcptape.cli.output import output_options
-
-# How the databases say a statement tried to write (SQLite, then PostgreSQL).
-_READONLY_SIGNS: Final = ("readonly database", "read-only transaction")
-# How they say a query held more than one statement (SQLite, then PostgreSQL).
-_SEVERAL_SIGNS: Final = ("one statement at a time", "cannot insert multiple commands")
-# Messages about the database file itself rather than the query.
-_FILE_SIGNS: Final = (
-    "file is not a database",
-    "file is encrypted",
-    "unable to open database file",
-    "disk i/o error",
-)
-
-
-def error_message(message: str, where: str) -> str:
-    """The one-line error for a failed query, from the database's own message."""
-    lowered = message.lower()
-    # SQLite says "authorization denied" for what it refuses before asking (VACUUM INTO).
-    if "not authorized" in lowered or "authorization denied" in lowered:
-        return (
-            f"`mcptape sql` only reads the recording ({message}): writes, ATTACH, schema changes, "
-            "pragma settings and load_extension are refused"
-        )
-    if any(sign in lowered for sign in _READONLY_SIGNS):
-        return (
-            f"the database is opened read-only: {message}; `mcptape sql` only reads "
-            "(change a recording with the sqlite3 or psql shell, on a copy)"
-        )
-    if any(sign in lowered for sign in _SEVERAL_SIGNS):
-        return f"give one SQL statement at a time ({message}); `mcptape sql` runs a single query"
-    if any(sign in lowered for sign in _FILE_SIGNS):
-        return (
-            f"cannot read {where} as a recording database (SQLite: {message}); "
-            "give --db (or MCPTAPE_DB) the path of a database mcptape recorded into"
-        )
-    return f"SQL error: {message}"
-
-
-def plain_row(row: Sequence[Any]) -> list[Any]:
-    """A row with exact numbers (PostgreSQL's numeric, e.g. ``sum(size)`` or ``error_code``) as the
-    int or float SQLite would give, so --json prints numbers, not strings, on either database."""
-    from decimal import Decimal
-
-    def plain(value: Any) -> Any:
-        if not isinstance(value, Decimal) or not value.is_finite():
-            return value
-        return int(value) if value == value.to_integral_value() else float(value)
-
-    return [plain(value) for value in row]
-
-
-def streams_on_the_server(query: str) -> bool:
-    """Whether a PostgreSQL server-side cursor can hold ``query`` (DECLARE takes only these)."""
-    words = query.lstrip().split(None, 1)
-    return bool(words) and words[0].lower() in ("select", "with", "values", "table")
 
 
 @click.command()
@@ -148,6 +92,7 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
       mcptape sql "select method, status, sse from http_frames
                    where kind in ('response', 'error')"
     """
+    from mcptape.cli.sql_query import QueryError, run_query
     from mcptape.cli.sql_sandbox import Budget, QueryStopped
     from mcptape.store import StoreError, open_store
 
@@ -160,65 +105,23 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
     # The clock starts with the query (opening a database is not the query's doing) and runs
     # until its last row is printed.
     budget = Budget(timeout)
+    # SQLite's progress handler sees Ctrl-C as a flag; psycopg cancels the statement on the
+    # KeyboardInterrupt itself.
+    ctrl_c = budget.catching_ctrl_c() if store.path is not None else contextlib.nullcontext()
     try:
-        if store.path is not None:
-            _run_sqlite(store.path, store.where, query, budget, fmt)
-        else:
-            _run_server(store, query, budget, fmt)
+        from mcptape.cli.output import emit
+
+        with (
+            ctrl_c,
+            run_query(store, query, budget, buffered=fmt == "table") as (columns, rows),
+        ):
+            if columns:
+                emit(rows, columns, fmt)
     except QueryStopped as exc:
         if exc.reason == "interrupted":
             raise Interrupted(str(exc)) from None
         raise UserError(str(exc)) from None
+    except QueryError as exc:
+        raise UserError(str(exc)) from None
     finally:
         store.close()
-
-
-def _run_sqlite(path: Any, where: str, query: str, budget: Any, fmt: str) -> None:
-    import sqlite3
-
-    from mcptape.cli.output import emit
-    from mcptape.cli.sql_sandbox import open_sqlite, sqlite_failure
-
-    with budget.catching_ctrl_c():
-        try:
-            conn = open_sqlite(path, budget)
-        except sqlite3.Error as exc:
-            raise UserError(error_message(str(exc), where)) from None
-        try:
-            cursor = conn.execute(query)
-            if cursor.description is None:
-                return
-            columns = [d[0] for d in cursor.description]
-            emit(budget.guard(cursor, buffered=fmt == "table"), columns, fmt)
-        except sqlite3.Error as exc:
-            stopped = sqlite_failure(exc, budget)
-            if stopped is not None:
-                raise stopped from None
-            raise UserError(error_message(str(exc), where)) from None
-        finally:
-            conn.close()
-
-
-def _run_server(store: Any, query: str, budget: Any, fmt: str) -> None:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from mcptape.cli.output import emit
-    from mcptape.cli.sessions import database_message
-    from mcptape.store import StoreError
-
-    try:
-        with store.readonly_connection(budget.timeout_s) as conn:
-            if streams_on_the_server(query):
-                # A server-side cursor: rows arrive as they are printed, not all at once.
-                conn.execution_options(stream_results=True, yield_per=256)
-            result = conn.exec_driver_sql(query)
-            if not result.returns_rows:
-                return
-            rows = (plain_row(row) for row in result)
-            emit(budget.guard(rows, buffered=fmt == "table"), list(result.keys()), fmt)
-    except SQLAlchemyError as exc:
-        raise UserError(error_message(database_message(exc), store.where)) from None
-    except StoreError as exc:  # the statement timeout
-        raise UserError(str(exc)) from None
-    except KeyboardInterrupt:  # psycopg has cancelled the statement
-        raise budget.stop("interrupted") from None
