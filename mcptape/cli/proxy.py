@@ -209,7 +209,7 @@ def proxy(
     from mcptape.terminal import safe
 
     try:
-        registry = known_upstreams(config_path)
+        registry = known_upstreams(config_path, db=db)
         problems = read_registry(config_path).problems if config_path is not None else {}
     except ConfigError as exc:
         raise UserError(str(exc)) from exc
