@@ -125,6 +125,7 @@ def test_the_readme_set_up_commands_are_the_two_known_ones() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # the whole tour, one command after another (about 40 of them)
 def test_every_readme_command_works_as_printed_on_a_fresh_checkout(tmp_path: Path) -> None:
     checkout = Checkout(tmp_path)
     assert checkout.run("command -v mcptape").returncode != 0  # not on PATH yet: nothing activated
@@ -178,7 +179,7 @@ def test_the_demo_and_every_readme_query_run_on_postgresql(postgres: Postgres, t
     assert demo.returncode == 0, demo.stderr
     assert "fail               1" in demo.stdout.replace("  ", "  ") or "fail" in demo.stdout
     queries = readme_queries()
-    assert len(queries) == 4
+    assert len(queries) == 6
     for query in queries:
         proc = checkout.run(f"mcptape sql --db {shlex.quote(url)} {shlex.quote(query)}", activated=True)
         assert proc.returncode == 0, (query, proc.stderr)
