@@ -65,3 +65,19 @@ def test_cutting_a_frame_for_the_get_stream_ends_the_response_not_the_stream() -
         await asyncio.wait_for(again, 2)
 
     run(scenario)
+
+
+def test_with_faults_the_gateway_relays_an_http_upstream_instead_of_passing_it_through(tmp_path: Any) -> None:
+    from mcptape.config.registry import UpstreamSpec
+    from mcptape.gateway.manager import GatewayConfig, RegistryUpstreams
+    from mcptape.rules.faults import from_options
+
+    registry = {"remote": UpstreamSpec("remote", "http", url="http://127.0.0.1:9/mcp")}
+    plain = RegistryUpstreams(GatewayConfig(registry), store=None)  # type: ignore[arg-type]
+    faulted = RegistryUpstreams(
+        GatewayConfig(registry, faults=from_options(["tools/call=drop"], None)),
+        store=None,  # type: ignore[arg-type]
+    )
+    assert plain.passes_through("remote") is not None
+    assert faulted.passes_through("remote") is None  # the faults addon needs a relay
+    assert faulted.plan(registry["remote"], "http->http").faults is not None
