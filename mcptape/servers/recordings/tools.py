@@ -10,18 +10,15 @@ worker thread.
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from mcptape.servers.recordings import shaping
 from mcptape.servers.recordings.arguments import Arguments, ToolFailure
 from mcptape.servers.recordings.schemas import COUNTS, MAX_RESULT_CHARS, SECONDS
 
 if TYPE_CHECKING:
     from mcptape.store import Store
-
-MAX_EVENTS = 200
 
 
 class Recordings:
@@ -69,12 +66,12 @@ class Recordings:
         for key, column in (("name", sessions.c.name), ("server", sessions.c.server_name)):
             value = args.text(key)
             if value is not None:
-                where.append(_matching(column, value))
+                where.append(shaping.matching(column, value))
         for key in ("mode", "status"):
             value = args.text(key)
             if value is not None:
                 where.append(sessions.c[key] == value)
-        since, until = _when(args.text("since"), "since"), _when(args.text("until"), "until")
+        since, until = shaping.when(args.text("since"), "since"), shaping.when(args.text("until"), "until")
         if since is not None:
             where.append(sessions.c.started_at >= since)
         if until is not None:
@@ -83,7 +80,9 @@ class Recordings:
         store = self.store()
         with _reading(), connect(store) as conn:
             rows = list(iter_sessions(conn, limit=limit + 1, where=where))
-            listed = [_session(data_row(r, session_label(store, conn, r) == "lost")) for r in rows[:limit]]
+            listed = [
+                shaping.session(data_row(r, session_label(store, conn, r) == "lost")) for r in rows[:limit]
+            ]
         return {"sessions": listed, "truncated": len(rows) > limit}
 
     # -- show_session ---------------------------------------------------------------------------
@@ -106,8 +105,8 @@ class Recordings:
         with _reading(), connect(store) as conn:
             row = _resolve(resolve_session, conn, ref)
             listed = next(iter_sessions(conn, limit=1, where=[sessions.c.id == row["id"]]))
-            session = _session(data_row(listed, session_label(store, conn, listed) == "lost"))
-            session["error"] = _cut(row["error"], chars)
+            session = shaping.session(data_row(listed, session_label(store, conn, listed) == "lost"))
+            session["error"] = shaping.cut(row["error"], chars)
             total = conn.execute(
                 text("select count(*) from exchanges where session_id = :s"), {"s": row["id"]}
             ).scalar_one()
@@ -124,12 +123,12 @@ class Recordings:
             exchanges: list[dict[str, Any]] = []
             used = 0
             for exchange in page:
-                item = _exchange(exchange, chars)
+                item = shaping.exchange(exchange, chars)
                 used += sum(len(v) for v in (item["request"], item["response"]) if isinstance(v, str))
                 if exchanges and used > MAX_RESULT_CHARS:
                     break  # the rest on the next page
                 exchanges.append(item)
-            events = _events(conn, row["id"], chars) if with_events else None
+            events = shaping.events(conn, row["id"], chars) if with_events else None
         following = cursor + len(exchanges)
         result: dict[str, Any] = {
             "session": session,
@@ -168,7 +167,7 @@ class Recordings:
                         break
                     values = []
                     for value in row:
-                        shown, was_cut = _value(value, chars)
+                        shown, was_cut = shaping.query_value(value, chars)
                         cut += was_cut
                         used += len(shown) if isinstance(shown, str) else 8
                         values.append(shown)
@@ -284,94 +283,3 @@ def _resolve(resolve: Any, conn: Any, ref: str) -> Any:
         return resolve(conn, ref)
     except SessionLookupError as exc:
         raise ToolFailure(str(exc)) from None
-
-
-def _matching(column: Any, value: str) -> Any:
-    """``column`` equal to ``value``, or like it when it is a shell pattern."""
-    if not any(c in value for c in "*?"):
-        return column == value
-    like = (
-        value.replace("\\", "\\\\")
-        .replace("%", "\\%")
-        .replace("_", "\\_")
-        .replace("*", "%")
-        .replace("?", "_")
-    )
-    return column.like(like, escape="\\")
-
-
-def _when(value: str | None, key: str) -> float | None:
-    """Epoch seconds from ISO 8601 (local time when it names no zone) or a number."""
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(value).timestamp()
-    except ValueError:
-        raise ToolFailure(
-            f"{key}: {value!r} is neither ISO 8601 (2026-01-31, 2026-01-31T14:00) nor epoch seconds"
-        ) from None
-
-
-def _session(values: list[Any]) -> dict[str, Any]:
-    from mcptape.cli.sessions import DATA_COLUMNS
-
-    return dict(zip(DATA_COLUMNS, values, strict=True))
-
-
-def _cut(text: str | None, chars: int) -> str | None:
-    if text is None or len(text) <= chars:
-        return text
-    return f"{text[:chars]}... [{len(text) - chars} more characters]"
-
-
-def _exchange(row: Any, chars: int) -> dict[str, Any]:
-    item = {key: row[key] for key in (
-        "direction", "method", "rpc_id", "request_seq", "response_seq", "requested_at",
-        "latency_ms", "is_error", "error_code", "error_message", "answered_by",
-    )}  # fmt: skip
-    for key in ("request", "response"):
-        text, length = row[key], row[f"{key}_length"]
-        if text is not None and length is not None and length > chars:
-            text = f"{text}... [{length - chars} more characters]"
-        item[key] = text
-    if isinstance(item["latency_ms"], float):
-        item["latency_ms"] = round(item["latency_ms"], 3)
-    return item
-
-
-def _events(conn: Any, session_id: str, chars: int) -> list[dict[str, Any]]:
-    import orjson
-
-    from mcptape.store.queries import session_events
-
-    out: list[dict[str, Any]] = []
-    for event in session_events(conn, session_id):
-        if len(out) >= MAX_EVENTS:
-            break
-        data: Any = None
-        if event.data is not None:
-            data = _cut(event.data, chars)
-            if data == event.data:
-                with contextlib.suppress(orjson.JSONDecodeError):
-                    data = orjson.loads(event.data)
-        out.append({"ts": event.ts, "kind": event.kind, "text": _cut(event.text, chars), "data": data})
-    return out
-
-
-def _value(value: Any, chars: int) -> tuple[Any, int]:
-    """A query value as JSON can carry it, cut at ``chars``; and 1 when it was cut."""
-    if isinstance(value, bytes | bytearray | memoryview):
-        value = "x'" + bytes(value)[: chars // 2].hex() + "'" + ("..." if len(value) > chars // 2 else "")
-        return value, int(value.endswith("..."))
-    if isinstance(value, str):
-        shown = _cut(value, chars)
-        return shown, int(shown is not value)
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        return str(value), 0
-    if value is None or isinstance(value, bool | int | float):
-        return value, 0
-    return str(value), 0
