@@ -16,7 +16,8 @@ the loop awaits it; nothing ever blocks the event loop.
 mcptape's own messages: :meth:`Relay.send` sends a frame mcptape wrote (recorded with
 origin ``proxy``); :meth:`Relay.request` sends a request in an id space of mcptape's own
 (``"mcptape-N"``) and returns the reply, which is recorded and never forwarded
-(injection retries, replay, the ``call`` client).
+(injection retries, replay, the ``call`` client). :meth:`Relay.cut` cuts the client's
+connection where a frame would have gone (an injected fault).
 
 Lifecycle (:meth:`Relay.run`), every wait bounded:
 
