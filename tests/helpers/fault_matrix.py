@@ -252,6 +252,16 @@ have taken (the session goes on, and a client may resume the stream with
 A cell says how the faulted call ended (with the error the SDK raised), what else the SDK
 reported (TypeScript: through `onerror`; Python: its log at WARNING and above), and how
 the next call went.
+
+Two of the TypeScript SDK's reports need a word. It handles a notification a tick after
+it reads it, but a response at once: a progress notification that arrives with or after
+its result finds its handler gone ("unknown token"), whoever reordered it. Over
+streamable HTTP it takes a POST stream that ends without a *result* (an error answer, a
+request it cancelled after its timeout, a cut) for a lost stream: it resumes it with a
+GET carrying `Last-Event-ID`, and when that resumed stream ends, opens a plain GET, which
+mcptape's gateway refuses (409) while the session's GET stream is open ("Failed to open
+SSE stream: Conflict"). How many attempts it makes before the run ends depends on timing,
+so the table leaves those lines out.
 """
 
 
