@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from mcptape.rules.faults import FaultSet
     from mcptape.rules.rules import Rules
 
-MODES = ("record", "proxy", "call", "replay", "serve")
+MODES = ("record", "proxy", "call", "replay", "serve", "probe")
 
 
 class SessionStore(Protocol):

@@ -10,16 +10,20 @@ the test fails even where the code under test caught that error. Shared helpers 
 
 from __future__ import annotations
 
-import _posixsubprocess
 import os
 import shutil
-import subprocess
 import sys
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from tests.helpers.process_guard import ProcessGuard
+
+if TYPE_CHECKING:
+    from mcptape.store import Store
+    from tests.helpers.conversations import Conversations
 
 # Cached bytecode: with PYTHONDONTWRITEBYTECODE set (some shells and images set it) every
 # collection rewrites and compiles every test module again, and every `mcptape` process a
@@ -27,50 +31,6 @@ import pytest
 # __pycache__ folders git ignores.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
-
-
-class ProcessInFastTier(RuntimeError):
-    """A test without the ``slow`` mark tried to start a process."""
-
-
-class ProcessGuard:
-    """Refuses every way of starting a process while installed, and remembers what was tried."""
-
-    # (owner, attribute): every route to a new process in the stdlib ends in one of these.
-    ROUTES: tuple[tuple[Any, str], ...] = (
-        (subprocess.Popen, "_execute_child"),  # subprocess.*, asyncio's subprocesses
-        (_posixsubprocess, "fork_exec"),  # multiprocessing's spawn and forkserver
-        (os, "fork"),
-        (os, "forkpty"),
-        (os, "posix_spawn"),
-        (os, "posix_spawnp"),
-        (os, "system"),
-    )
-
-    def __init__(self) -> None:
-        self.tried: list[str] = []
-        self.reported = 0
-        self._saved: list[tuple[Any, str, Any]] = []
-
-    def install(self) -> None:
-        for owner, name in self.ROUTES:
-            original = getattr(owner, name, None)
-            if original is not None:
-                self._saved.append((owner, name, original))
-                setattr(owner, name, self._refuse(name))
-
-    def uninstall(self) -> None:
-        for owner, name, original in reversed(self._saved):
-            setattr(owner, name, original)
-        self._saved.clear()
-
-    def _refuse(self, route: str) -> Any:
-        def refuse(*args: Any, **kwargs: Any) -> Any:
-            argv = next((a for a in args if isinstance(a, list | tuple | str | bytes)), "?")
-            self.tried.append(f"{route}({argv!r})"[:300])
-            raise ProcessInFastTier(f"a test without @pytest.mark.slow started a process: {route}")
-
-        return refuse
 
 
 _GUARD = pytest.StashKey[ProcessGuard]()
@@ -128,3 +88,21 @@ def node() -> str:
             "node is not on PATH: these tests run real Node.js scripts; install Node.js 18+ (.ci/run does)."
         )
     return found
+
+
+@pytest.fixture
+def conversations(db_path: Path) -> Conversations:
+    """Conversations across sessions and replicas (tests/helpers/conversations.py), in ``db_path``."""
+    from tests.helpers.conversations import build_conversations
+
+    return build_conversations(db_path)
+
+
+@pytest.fixture
+def conversations_store(db_path: Path, conversations: Conversations) -> Iterator[Store]:
+    """The store holding :func:`conversations`, opened for the test."""
+    from mcptape.store import open_store
+
+    opened = open_store(str(db_path), create=False)
+    yield opened
+    opened.close()

@@ -377,7 +377,9 @@ def test_a_name_means_the_latest_session_with_that_name(db_path: Path) -> None:
 def test_unknown_session_is_a_one_line_error_naming_the_latest(corpus_db: Any) -> None:
     db, ids = corpus_db
     proc = run_process("show", "no-such-session", "--db", str(db))
-    assert_one_line_error(proc, "no session 'no-such-session'", f"{ids['py2026'][:12]} (py2026)")
+    assert_one_line_error(
+        proc, "no session or conversation 'no-such-session'", f"{ids['py2026'][:12]} (py2026)"
+    )
 
 
 @pytest.mark.slow

@@ -22,7 +22,9 @@ from tests.helpers.http_servers import everything_http
 from tests.helpers.paths import CONFORMANCE_SUITE as SUITE
 from tests.helpers.paths import NODE22, everything_server_cmd
 
-pytestmark = pytest.mark.slow
+# The suite runs for a minute alone; beside another worker's processes it needs more than
+# pytest-timeout's default 120 s (a bound on a hang, not a speed check).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 OWN_PROTECTION = {("server-dns-rebinding-protection", "localhost-host-rebinding-rejected")}
 

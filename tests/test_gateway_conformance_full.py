@@ -32,7 +32,9 @@ from tests.helpers.http_servers import free_port, served
 from tests.helpers.paths import CONFORMANCE_SUITE as SUITE
 from tests.helpers.paths import NODE22
 
-pytestmark = pytest.mark.slow
+# The suite runs for a minute alone; beside another worker's processes it needs more than
+# pytest-timeout's default 120 s (a bound on a hang, not a speed check).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 FIXTURE = Path(__file__).resolve().parent / "servers" / "conformance_fixture.py"
 

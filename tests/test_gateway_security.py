@@ -26,14 +26,18 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def gateway(tmp_path: Path) -> Any:
-    token_file = tmp_path / "token"
+def start_gateway(folder: Path) -> GatewayProcess:
     env = {k: v for k, v in os.environ.items() if k != "MCPTAPE_PROXY_TOKEN"}
-    g = GatewayProcess(
-        tmp_path / "g.db", DEMO_SERVERS, "--token-file", str(token_file), tmp=tmp_path, env=env
-    )
+    token_file = folder / "token"
+    g = GatewayProcess(folder / "g.db", DEMO_SERVERS, "--token-file", str(token_file), tmp=folder, env=env)
     os.environ.pop("MCPTAPE_PROXY_TOKEN", None)
+    return g
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """One gateway for the checks that leave it as it was (each request is refused or answered alone)."""
+    g = start_gateway(tmp_path_factory.mktemp("gateway"))
     yield g
     g.stop()
 
@@ -43,10 +47,8 @@ def test_health_needs_no_token_and_says_nothing_more(gateway: GatewayProcess) ->
     assert (status, json.loads(body)["status"]) == (200, "ok")
 
 
-def test_the_generated_token_is_printed_once_and_written_for_the_user_alone(
-    gateway: GatewayProcess, tmp_path: Path
-) -> None:
-    token_file = tmp_path / "token"
+def test_the_generated_token_is_printed_once_and_written_for_the_user_alone(gateway: GatewayProcess) -> None:
+    token_file = gateway.db.parent / "token"
     assert gateway.token and token_file.read_text().strip() == gateway.token
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
     assert gateway.stderr.count(gateway.token) == 1
@@ -94,6 +96,7 @@ def test_a_foreign_host_or_origin_is_403_before_anything_else(
 def test_unknown_names_are_404_and_a_request_never_starts_a_command(
     gateway: GatewayProcess, tmp_path: Path
 ) -> None:
+    # tmp_path is this test's own: the marker cannot be there before it runs.
     marker = tmp_path / "pwned"
     auth = {"Authorization": f"Bearer {gateway.token}"}
     for path in (
@@ -106,7 +109,7 @@ def test_unknown_names_are_404_and_a_request_never_starts_a_command(
         assert status in (404, 200), path
         assert status == 404 or "?command" in path
     assert not marker.exists()
-    con = sqlite3.connect(tmp_path / "g.db")
+    con = sqlite3.connect(gateway.db)
     try:
         upstreams = {u for (u,) in con.execute("select upstream from sessions")}
     finally:
@@ -115,18 +118,23 @@ def test_unknown_names_are_404_and_a_request_never_starts_a_command(
 
 
 def test_token_via_own_header_lets_the_client_authorization_through_and_secrets_are_redacted(
-    gateway: GatewayProcess, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
+    gateway = start_gateway(tmp_path)  # its own: it is stopped to read what was recorded
     secret = "client-oauth-secret-123"
     headers = {
         "X-Mcptape-Token": gateway.token or "",
         "Authorization": f"Bearer {secret}",
         "Cookie": "sid=cookie-secret-456",
     }
-    status, got, _ = request(gateway.base, "POST", "/servers/demo/mcp", headers, INIT)
-    assert status == 200 and got["mcp-session-id"]
-    request(gateway.base, "DELETE", "/servers/demo/mcp", {**headers, "Mcp-Session-Id": got["mcp-session-id"]})
-    gateway.stop()
+    try:
+        status, got, _ = request(gateway.base, "POST", "/servers/demo/mcp", headers, INIT)
+        assert status == 200 and got["mcp-session-id"]
+        request(
+            gateway.base, "DELETE", "/servers/demo/mcp", {**headers, "Mcp-Session-Id": got["mcp-session-id"]}
+        )
+    finally:
+        gateway.stop()
     con = sqlite3.connect(tmp_path / "g.db")
     try:
         dump = json.dumps(

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from mcptape.migrations.frozen import views_0001, views_0004
+from mcptape.migrations.frozen import views_0001, views_0004, views_0005
 from mcptape.migrations.frozen.views_0001 import VIEWS_V1
 from mcptape.store import Store, open_store
 from mcptape.wire.frame import Frame
@@ -241,7 +241,8 @@ def test_views_survive_frames_whose_text_is_not_json(db_path: Path) -> None:
 def test_view_sets_can_be_dropped_and_created_again(db_path: Path) -> None:
     open_store(str(db_path)).close()
     with sqlite3.connect(db_path) as conn:
-        for statement in views_0004.drop_statements("sqlite"):
+        # The newest set first: conversations (0005) is built on exchanges (0004).
+        for statement in views_0005.drop_statements("sqlite") + views_0004.drop_statements("sqlite"):
             conn.execute(statement)
         assert conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'view'").fetchone()[0] == 0
         for statement in views_0001.create_statements("sqlite"):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.paths import ROOT
 
 TESTS = ROOT / "tests"
@@ -70,3 +72,33 @@ def test_the_check_sees_every_spelling_of_an_import_of_a_test_module() -> None:
     } <= names
     assert [n for n in names if n.startswith("tests.") and not n.startswith(SHARED)] != []
     assert "tests.helpers.db" in names
+
+
+def test_the_guard_refuses_every_way_of_starting_a_process_and_remembers_it() -> None:
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    from tests.helpers.process_guard import ProcessGuard, ProcessInFastTier
+
+    guard = ProcessGuard()
+    original = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+    guard.install()
+    try:
+        with pytest.raises(ProcessInFastTier):
+            subprocess.run([sys.executable, "-c", "pass"], check=False)
+
+        async def spawn() -> None:
+            await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+
+        with pytest.raises(ProcessInFastTier):
+            asyncio.run(spawn())
+        with pytest.raises(ProcessInFastTier):
+            os.system("true")
+        with pytest.raises(ProcessInFastTier):
+            os.fork()
+    finally:
+        guard.uninstall()
+    assert len(guard.tried) == 4 and sys.executable in guard.tried[0]
+    assert subprocess.Popen._execute_child is original  # type: ignore[attr-defined]

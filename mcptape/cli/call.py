@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import sys
 from typing import Any
@@ -58,12 +58,28 @@ def _usage_envelope(message: str, method: str | None) -> None:
     click.echo(dumps(envelope(method or "", 0.0, None, ValidationError(message), [], [], [])))
 
 
+class Seconds(click.FloatRange):
+    """A number of seconds: a float range that also refuses ``nan`` (every comparison with it is
+    false, so a range lets it through, and a limit of nan seconds is over at once)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if math.isnan(seconds):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return seconds
+
+
+SECONDS = Seconds(min=0)
+
+
 def _json_option(value: str | None, flag: str) -> Any:
     if value is None:
         return None
+    from mcptape.wire.jsontext import loads_finite
+
     try:
-        return json.loads(value)
-    except ValueError as exc:
+        return loads_finite(value)
+    except ValueError as exc:  # NaN and infinities too: they would go out as null
         raise CallUsageError(f"{flag}: not valid JSON ({exc})") from None
 
 
@@ -110,7 +126,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     "--poll-interval",
     default=1.0,
     show_default=True,
-    type=click.FloatRange(min=0.01),
+    type=Seconds(min=0.01),
     metavar="S",
     help="Seconds between polls.",
 )
@@ -135,7 +151,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     "--timeout",
     default=30.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=SECONDS,
     metavar="S",
     help="Limit for the whole operation (exit 124); with --follow, how long to follow once the method or script is done.",
 )
@@ -143,7 +159,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     "--connect-timeout",
     default=30.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=SECONDS,
     metavar="S",
     help="Limit for starting the server and the handshake.",
 )
@@ -151,7 +167,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     "--request-timeout",
     default=60.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=SECONDS,
     metavar="S",
     help="Limit for one reply; progress notifications restart it.",
 )
@@ -159,7 +175,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     "--max-request-timeout",
     default=300.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=SECONDS,
     metavar="S",
     help="Limit for one reply, progress or not.",
 )

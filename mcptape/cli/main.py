@@ -22,8 +22,11 @@ _SUBCOMMAND_ARGS = "mcptape.subcommand_args"
 COMMANDS: dict[str, str] = {
     "record": "mcptape.cli.record:record",
     "call": "mcptape.cli.call:call",
+    "probe": "mcptape.cli.probe:probe",
     "sessions": "mcptape.cli.sessions:sessions",
     "show": "mcptape.cli.show:show",
+    "tail": "mcptape.cli.tail:tail",
+    "ui": "mcptape.cli.ui:ui",
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
     "prune": "mcptape.cli.prune:prune",

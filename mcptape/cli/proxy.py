@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     "allow_origins",
     multiple=True,
     metavar="ORIGIN",
-    help="A browser Origin allowed besides this gateway's own (repeatable); others get 403.",
+    help="A browser Origin allowed besides this gateway's own (repeatable; its pages get CORS answers); others get 403.",
 )
 @click.option(
     "--redact",

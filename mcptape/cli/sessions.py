@@ -4,7 +4,8 @@ to open the database and find a session from what the user typed."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,6 +17,9 @@ if TYPE_CHECKING:
     from sqlalchemy import RowMapping
 
     from mcptape.store import Store
+    from mcptape.store.targets import Target
+
+T = TypeVar("T")
 
 # Most useful first: what to type to see it, what it is, how it ended; the long upstream last.
 TABLE_COLUMNS = ["id", "name", "status", "started", "duration", "frames", "upstream"]
@@ -162,16 +166,30 @@ def open_for_reading(db: str | None) -> Store:
 
 def session_or_error(source: Any, ref: str) -> RowMapping:
     """The session ``ref`` names, or a one-line error listing candidates."""
+    from mcptape.store.queries import resolve_session
+
+    return _found_or_error(resolve_session, source, ref)
+
+
+def target_or_error(source: Any, ref: str) -> Target:
+    """The session or conversation ``ref`` names (:func:`mcptape.store.targets.resolve_target`),
+    or a one-line error."""
+    from mcptape.store.targets import resolve_target
+
+    return _found_or_error(resolve_target, source, ref)
+
+
+def _found_or_error(lookup: Callable[[Any, str], T], source: Any, ref: str) -> T:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from mcptape.store.queries import SessionLookupError, resolve_session
+    from mcptape.store.queries import SessionLookupError
 
     try:
-        return resolve_session(source, ref)
+        return lookup(source, ref)
     except SessionLookupError as exc:
         raise UserError(str(exc)) from None
     except SQLAlchemyError as exc:
-        raise UserError(f"cannot read the sessions table: {database_message(exc)}") from None
+        raise UserError(f"cannot read the recording: {database_message(exc)}") from None
 
 
 def database_message(exc: BaseException) -> str:

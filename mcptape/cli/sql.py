@@ -92,7 +92,8 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
       mcptape sql "select method, status, sse from http_frames
                    where kind in ('response', 'error')"
     """
-    from mcptape.cli.sql_query import QueryError, run_query
+    from mcptape.cli.output import emit
+    from mcptape.cli.sql_query import QueryFailed, run_query
     from mcptape.cli.sql_sandbox import Budget, QueryStopped
     from mcptape.store import StoreError, open_store
 
@@ -105,23 +106,19 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
     # The clock starts with the query (opening a database is not the query's doing) and runs
     # until its last row is printed.
     budget = Budget(timeout)
-    # SQLite's progress handler sees Ctrl-C as a flag; psycopg cancels the statement on the
-    # KeyboardInterrupt itself.
+    # On SQLite Ctrl-C stops the query through the budget; psycopg cancels a PostgreSQL
+    # statement itself on KeyboardInterrupt (run_query turns it into the same stop).
     ctrl_c = budget.catching_ctrl_c() if store.path is not None else contextlib.nullcontext()
     try:
-        from mcptape.cli.output import emit
-
-        with (
-            ctrl_c,
-            run_query(store, query, budget, buffered=fmt == "table") as (columns, rows),
-        ):
-            if columns:
-                emit(rows, columns, fmt)
+        with ctrl_c, run_query(store, query, budget) as result:
+            if result is not None:
+                columns, rows = result
+                emit(budget.guard(rows, buffered=fmt == "table"), columns, fmt)
+    except QueryFailed as exc:
+        raise UserError(str(exc)) from None
     except QueryStopped as exc:
         if exc.reason == "interrupted":
             raise Interrupted(str(exc)) from None
-        raise UserError(str(exc)) from None
-    except QueryError as exc:
         raise UserError(str(exc)) from None
     finally:
         store.close()

@@ -1,23 +1,19 @@
-"""One read-only SQL query over a recording, run in the sandbox: what `mcptape sql` and `mcptape mcp` share.
+"""One query in the `sql` sandbox: its columns and rows, and every failure in one line.
 
-:func:`run_query` opens the query's own read-only connection (SQLite: the sandbox of
-:mod:`mcptape.cli.sql_sandbox`; PostgreSQL: the store's read-only transaction with a
-statement timeout) and hands its caller the columns and an iterator of rows checked
-against the :class:`~mcptape.cli.sql_sandbox.Budget`. A database error becomes a
-:class:`QueryError` whose message is one line saying what to do
-(:func:`error_message`); a budget that runs out raises
-:class:`~mcptape.cli.sql_sandbox.QueryStopped`.
+`mcptape sql` prints what :func:`run_query` gives; the viewer's SQL page shows it as a
+table and a CSV download. SQLite runs in :mod:`mcptape.cli.sql_sandbox`'s read-only
+connection; PostgreSQL in the store's read-only transaction with a statement timeout.
+Both stop when the :class:`~mcptape.cli.sql_sandbox.Budget` runs out, also while the
+caller is still reading rows.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
-if TYPE_CHECKING:
-    from mcptape.cli.sql_sandbox import Budget
-    from mcptape.store import Store
+from mcptape.cli.sql_sandbox import Budget
 
 # How the databases say a statement tried to write (SQLite, then PostgreSQL).
 _READONLY_SIGNS: Final = ("readonly database", "read-only transaction")
@@ -31,11 +27,13 @@ _FILE_SIGNS: Final = (
     "disk i/o error",
 )
 
-Rows = Iterator[Sequence[Any]]
+
+class QueryFailed(Exception):
+    """The database refused or failed the query: ``str()`` is one line for the user."""
 
 
-class QueryError(Exception):
-    """The database refused or failed the query; ``str()`` is one line for a person."""
+# A result: the column names and the rows, read as they are consumed.
+Result = tuple[list[str], Iterator[Sequence[Any]]]
 
 
 def error_message(message: str, where: str) -> str:
@@ -82,65 +80,48 @@ def streams_on_the_server(query: str) -> bool:
 
 
 @contextlib.contextmanager
-def run_query(
-    store: Store, query: str, budget: Budget, *, buffered: bool
-) -> Iterator[tuple[list[str], Rows]]:
-    """Run ``query`` read-only; yields its columns (empty for a statement without rows) and rows.
+def run_query(store: Any, query: str, budget: Budget) -> Iterator[Result | None]:
+    """Run ``query`` read-only on the store; yield its columns and rows (None: it returns none).
 
-    ``buffered``: the caller holds every row before using them (a table), so their size
-    counts against the budget's memory limit. Raises :class:`QueryError` or
-    :class:`~mcptape.cli.sql_sandbox.QueryStopped`, also while the rows are read.
+    Raises :class:`QueryFailed` (one line) and :class:`~mcptape.cli.sql_sandbox.QueryStopped`,
+    from the query and from reading its rows inside the ``with`` block alike. Ctrl-C is
+    the caller's to catch (:meth:`Budget.catching_ctrl_c`).
     """
     if store.path is not None:
-        with _sqlite(store.path, store.where, query, budget, buffered) as found:
-            yield found
+        with _sqlite(store.path, store.where, query, budget) as result:
+            yield result
     else:
-        with _server(store, query, budget, buffered) as found:
-            yield found
+        with _server(store, query, budget) as result:
+            yield result
 
 
 @contextlib.contextmanager
-def _sqlite(
-    path: Any, where: str, query: str, budget: Budget, buffered: bool
-) -> Iterator[tuple[list[str], Rows]]:
+def _sqlite(path: Any, where: str, query: str, budget: Budget) -> Iterator[Result | None]:
     import sqlite3
 
-    from mcptape.cli.sql_sandbox import open_sqlite
+    from mcptape.cli.sql_sandbox import open_sqlite, sqlite_failure
 
     try:
         conn = open_sqlite(path, budget)
     except sqlite3.Error as exc:
-        raise QueryError(error_message(str(exc), where)) from None
+        raise QueryFailed(error_message(str(exc), where)) from None
     try:
-        try:
-            cursor = conn.execute(query)
-        except sqlite3.Error as exc:
-            raise _sqlite_error(exc, budget, where) from None
+        cursor = conn.execute(query)
         if cursor.description is None:
-            yield [], iter(())
+            yield None
             return
-        columns = [d[0] for d in cursor.description]
-
-        def rows() -> Rows:
-            try:
-                yield from budget.guard(cursor, buffered=buffered)
-            except sqlite3.Error as exc:
-                raise _sqlite_error(exc, budget, where) from None
-
-        yield columns, rows()
+        yield [d[0] for d in cursor.description], iter(cursor)
+    except sqlite3.Error as exc:
+        stopped = sqlite_failure(exc, budget)
+        if stopped is not None:
+            raise stopped from None
+        raise QueryFailed(error_message(str(exc), where)) from None
     finally:
         conn.close()
 
 
-def _sqlite_error(exc: Any, budget: Budget, where: str) -> Exception:
-    from mcptape.cli.sql_sandbox import sqlite_failure
-
-    stopped = sqlite_failure(exc, budget)
-    return stopped if stopped is not None else QueryError(error_message(str(exc), where))
-
-
 @contextlib.contextmanager
-def _server(store: Store, query: str, budget: Budget, buffered: bool) -> Iterator[tuple[list[str], Rows]]:
+def _server(store: Any, query: str, budget: Budget) -> Iterator[Result | None]:
     from sqlalchemy.exc import SQLAlchemyError
 
     from mcptape.cli.sessions import database_message
@@ -149,17 +130,16 @@ def _server(store: Store, query: str, budget: Budget, buffered: bool) -> Iterato
     try:
         with store.readonly_connection(budget.timeout_s) as conn:
             if streams_on_the_server(query):
-                # A server-side cursor: rows arrive as they are used, not all at once.
+                # A server-side cursor: rows arrive as they are read, not all at once.
                 conn.execution_options(stream_results=True, yield_per=256)
             result = conn.exec_driver_sql(query)
             if not result.returns_rows:
-                yield [], iter(())
+                yield None
                 return
-            rows = (plain_row(row) for row in result)
-            yield list(result.keys()), budget.guard(rows, buffered=buffered)
+            yield list(result.keys()), (plain_row(row) for row in result)
     except SQLAlchemyError as exc:
-        raise QueryError(error_message(database_message(exc), store.where)) from None
+        raise QueryFailed(error_message(database_message(exc), store.where)) from None
     except StoreError as exc:  # the statement timeout
-        raise QueryError(str(exc)) from None
+        raise QueryFailed(str(exc)) from None
     except KeyboardInterrupt:  # psycopg has cancelled the statement
         raise budget.stop("interrupted") from None

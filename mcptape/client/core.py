@@ -175,40 +175,85 @@ class ClientCore:
         return out
 
     async def request(
-        self, method: str, params: Any = None, *, progress: bool = False, limit: float | None = None
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        progress: bool = False,
+        limit: float | None = None,
+        sent: Callable[[int], None] | None = None,
     ) -> Any:
         """Send a request and return its result; raises a :class:`ClientError` on anything else.
 
         ``limit`` replaces both request timeouts (the handshake is bounded by the connect timeout).
         A request refused with an HTTP status is sent again (with a new id) while
-        ``reauthorize`` says it got new credentials.
+        ``reauthorize`` says it got new credentials. ``sent`` learns each id used, once
+        its request is out (``probe`` cancels a request by its id).
         """
         while True:
             try:
-                return await self._request_once(method, params, progress, limit)
+                return await self._request_once(method, params, progress, limit, sent)
             except HttpError as exc:
                 if self.reauthorize is None or not await self.reauthorize(exc):
                     raise
 
-    async def _request_once(self, method: str, params: Any, progress: bool, limit: float | None) -> Any:
-        if self.lost is not None:
-            raise ConnectionLost(self.lost)
+    def _enter(self, method: str, params: Any, progress: bool) -> tuple[int, _Pending, dict[str, Any]]:
+        """A new request: its id, its entry among those in flight, its message."""
         rid = self._last_id = next(self._ids)
-        key = str(rid)
         token = rid if progress else None
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-        sent = self._params(params, token)
-        if sent is not None:
-            message["params"] = sent
+        params_sent = self._params(params, token)
+        if params_sent is not None:
+            message["params"] = params_sent
         now = time.monotonic()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        entry = self._pending[key] = _Pending(method, future, now, now, token)
+        entry = self._pending[str(rid)] = _Pending(method, future, now, now, token)
+        return rid, entry, message
+
+    async def _request_once(
+        self,
+        method: str,
+        params: Any,
+        progress: bool,
+        limit: float | None,
+        sent: Callable[[int], None] | None,
+    ) -> Any:
+        if self.lost is not None:
+            raise ConnectionLost(self.lost)
+        rid, entry, message = self._enter(method, params, progress)
         limits = self.timeouts if limit is None else Timeouts(self.timeouts.connect, limit, limit)
         try:
             await self.send(encode_message(message))
+            if sent is not None:
+                sent(rid)
             return await self._wait(entry, rid, limits)
         finally:
-            self._pending.pop(key, None)
+            self._pending.pop(str(rid), None)
+
+    async def request_batch(
+        self, calls: list[tuple[str, Any]], *, limit: float | None = None
+    ) -> list[Any | ClientError]:
+        """Send ``calls`` (method, params) as one JSON-RPC batch (2025-03-26 only); each result or error.
+
+        The answers may come as one batch or one by one; each request waits on its own.
+        """
+        if self.lost is not None:
+            raise ConnectionLost(self.lost)
+        entered = [self._enter(method, params, False) for method, params in calls]
+        limits = self.timeouts if limit is None else Timeouts(self.timeouts.connect, limit, limit)
+        try:
+            await self.send(encode_message([message for _, _, message in entered]))
+            waits = [self._wait(entry, rid, limits) for rid, entry, _ in entered]
+            outcomes = await asyncio.gather(*waits, return_exceptions=True)
+        finally:
+            for rid, _, _ in entered:
+                self._pending.pop(str(rid), None)
+        out: list[Any | ClientError] = []
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, ClientError):
+                raise outcome
+            out.append(outcome)
+        return out
 
     async def _wait(self, entry: _Pending, rid: int, limits: Timeouts) -> Any:
         while True:

@@ -56,11 +56,21 @@ def rules_handler(rules: Rules | None, warn: Callable[[str], None]) -> ServerReq
     return handle
 
 
-async def request_with_input(core: ClientCore, method: str, params: Any, *, progress: bool = False) -> Any:
-    """``core.request`` that answers 2026-07-28 ``input_required`` results and retries."""
+async def request_with_input(
+    core: ClientCore,
+    method: str,
+    params: Any,
+    *,
+    progress: bool = False,
+    sent: Callable[[int], None] | None = None,
+) -> Any:
+    """``core.request`` that answers 2026-07-28 ``input_required`` results and retries.
+
+    ``sent`` learns the id of each request sent (the first and every retry).
+    """
     current = params
     for _ in range(MAX_INPUT_ROUNDS):
-        result = await core.request(method, current, progress=progress)
+        result = await core.request(method, current, progress=progress, sent=sent)
         if not isinstance(result, dict) or result.get("resultType") != "input_required":
             return result
         requests = result.get("inputRequests") or {}

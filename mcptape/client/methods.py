@@ -251,8 +251,21 @@ async def perform(session: CallSession, call: Call) -> Any:
     if method == "tools/call":
         return await _call_tool(session, call, params, tool)
     if method in ("resources/read", "prompts/get"):
-        return await request_with_input(session.core, method, params)
-    return await session.core.request(method, params)
+        return object_result(method, await request_with_input(session.core, method, params))
+    result = await session.core.request(method, params)
+    # Every MCP result is an object; a method mcptape does not know may answer anything.
+    return object_result(method, result) if method in CAPABILITY or method == "ping" else result
+
+
+def object_result(method: str, result: Any) -> dict[str, Any]:
+    """``result`` when it is a JSON object, as every MCP result is; else a ProtocolError saying what came."""
+    if isinstance(result, dict):
+        return result
+    shown = repr(result)
+    shown = shown if len(shown) <= 120 else shown[:117] + "..."
+    raise ProtocolError(
+        f"{method} answered with a result that is not an object: {shown}", data={"result": result}
+    )
 
 
 async def _call_tool(session: CallSession, call: Call, params: Any, tool: dict[str, Any] | None) -> Any:
@@ -264,7 +277,12 @@ async def _call_tool(session: CallSession, call: Call, params: Any, tool: dict[s
             result = await _poll_task(session, result, call.poll_interval)
     finally:
         core.tool_in_flight = None
-    if isinstance(result, dict) and result.get("isError") is True:
+    result = object_result("tools/call", result)
+    if "content" in result and not isinstance(result["content"], list):
+        raise ProtocolError(
+            "tools/call answered with a content that is not an array", data={"result": result}
+        )
+    if result.get("isError") is True:
         raise ToolError(tool_text(result), result=result, fail=call.fail_on_error)
     if call.validate_output:
         validate_output(result, tool)

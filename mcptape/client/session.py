@@ -31,10 +31,12 @@ from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.link import Link, LinkClosed
 from mcptape.proxy.relay import Relay
 from mcptape.terminal import say as terminal_say
+from mcptape.wire.frame import Frame
 
 if TYPE_CHECKING:
     from mcptape.client.authflow import Authorizer
     from mcptape.client.authpolicy import ClientConfig
+    from mcptape.proxy.http.upstream_http import HttpClientLink
 
 
 @dataclass
@@ -73,6 +75,10 @@ class SessionOptions:
     upstream_opener: Callable[[Target], Awaitable[Link]] | None = None
     oauth: ClientConfig | None = None  # a remote server's 401 runs the OAuth flow (None: it fails)
     otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
+    mode: str = "call"  # the session row's mode (``probe`` records its sessions apart)
+    # Sees each frame the server (or the relay) sends, with its transport metadata, before
+    # the core does: probe checks how an answer came (its SSE event id, a resumed stream).
+    on_frame: Callable[[Frame], None] | None = None
 
 
 class CallSession:
@@ -100,7 +106,9 @@ class CallSession:
 
     # -- frames -------------------------------------------------------------------------
 
-    def _on_frame(self, frame: Any) -> None:
+    def _on_frame(self, frame: Frame) -> None:
+        if self.options.on_frame is not None:
+            self.options.on_frame(frame)
         self.core.on_frame(frame)
 
     async def _send(self, data: bytes) -> None:
@@ -221,7 +229,7 @@ class CallSession:
 
             _, description = redact_command(self.target.argv, description)  # secrets never reach the database
         plan = SessionPlan(
-            "call",
+            self.options.mode,
             self._transport,
             description,
             name=self.target.name,
@@ -275,6 +283,15 @@ class CallSession:
                 )
         if core.state != "error":
             core.set_state("disconnected")
+
+    @property
+    def http_link(self) -> HttpClientLink | None:
+        """The streamable HTTP link to a remote server (also once ``auto`` settled on it), else None."""
+        from mcptape.proxy.http.upstream import AutoLink
+        from mcptape.proxy.http.upstream_http import HttpClientLink
+
+        link = self._remote.active if isinstance(self._remote, AutoLink) else self._remote
+        return link if isinstance(link, HttpClientLink) else None
 
     def where(self) -> str | None:
         """Where the session is recorded, once the server is reached."""

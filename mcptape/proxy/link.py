@@ -134,6 +134,8 @@ class Link(Protocol):
 
     def hurry(self) -> None: ...
 
+    def kill(self) -> None: ...
+
     def watch_transport(self, settled: Callable[[str], None]) -> None: ...
 
     def cut(self, frame: Frame) -> bool: ...
@@ -152,6 +154,10 @@ class LinkBase:
     ``hurry()``
         mcptape itself was signalled: whoever did may not wait out the grace, so shorten
         the waits of :meth:`Link.aclose` (a process: stdin closed, then SIGTERM, sooner).
+    ``kill()``
+        mcptape was signalled again while it waited for its peers to end: end the peer now,
+        without grace (a process: SIGKILL to its whole process group), so nothing it
+        started outlives mcptape.
     ``watch_transport(settled)``
         ``settled(name)`` is called once the transport actually used is known, when the
         link chose it at run time (``auto``: streamable HTTP, or legacy SSE after a refusal).
@@ -169,6 +175,9 @@ class LinkBase:
         return None
 
     def hurry(self) -> None:
+        return None
+
+    def kill(self) -> None:
         return None
 
     def watch_transport(self, settled: Callable[[str], None]) -> None:

@@ -59,6 +59,9 @@ CLIENT_LINGER_S = 1.0  # how long the client link may take to take our last fram
 ANSWER_POLL_S = 0.02  # how often a client's end looks whether its last requests were answered
 OWN_PREFIX = "mcptape-"
 
+_TRACKED = frozenset(("request", "response", "error", "batch"))  # kinds _track looks at (and cancellations)
+_ANSWERS = frozenset(("response", "error"))
+
 Pending = dict[str, list[tuple[str, str, int | None]]]  # id_key -> [(id text, method, batch group)]
 
 
@@ -177,31 +180,37 @@ class Relay:
 
     def _forward(self, flow: Flow) -> Awaitable[Any] | None:
         frame = flow.frame
-        waits: list[Awaitable[Any]] = []
-        for reply in flow.replies:
+        waits = self._send_replies(flow.replies) if flow.replies else None
+        out = flow.outgoing
+        pending = None
+        if out is not None:
+            # A client request is pending before the server can answer it; what the server
+            # sends is looked at once it is on its way (off the answer's path: a server
+            # frame need not even be parsed before it is written).
+            to_server = out.direction == "c2s"
+            if to_server:
+                self._track_sent(out)
+            try:
+                pending = (self.server if frame.direction == "c2s" else self.client).send(out)
+            except LinkClosed:
+                self._end(frame.direction, "peer-closed")
+            if not to_server:
+                self._track_sent(out)
+        if not waits:
+            return pending
+        if pending is not None:
+            waits.append(pending)
+        return waits[0] if len(waits) == 1 else _gather(waits)
+
+    def _send_replies(self, replies: list[Frame]) -> list[Awaitable[Any]]:
+        """Send (and record) what addons answered a frame with; what to wait for."""
+        waits = []
+        for reply in replies:
             with contextlib.suppress(LinkClosed):
                 pending = self._send_recorded(reply)
                 if pending is not None:
                     waits.append(pending)
-        out = flow.outgoing
-        if out is not None:
-            dst = self.server if frame.direction == "c2s" else self.client
-            if out.kind in ("request", "response", "error", "batch") or (
-                out.kind == "notification" and out.method == CANCELLED and out.direction == "c2s"
-            ):
-                self._track(out)
-            try:
-                pending = dst.send(out)
-            except LinkClosed:
-                self._end(frame.direction, "peer-closed")
-                pending = None
-            if pending is not None:
-                waits.append(pending)
-        if not waits:
-            return None
-        if len(waits) == 1:
-            return waits[0]
-        return _gather(waits)
+        return waits
 
     def _send_recorded(self, frame: Frame) -> Awaitable[Any] | None:
         """Record a frame mcptape wrote, then send it toward its direction's peer."""
@@ -211,17 +220,28 @@ class Relay:
             self.addons.run_frame(flow, decide=False, prepare=self._prepare_step), lambda: dst.send(frame)
         )
 
+    def _track_sent(self, frame: Frame) -> None:
+        """Track a frame being forwarded when it can start or end a request (or cancel one)."""
+        found = frame.classification
+        kind = found.kind
+        if kind in _TRACKED or (
+            kind == "notification" and found.method == CANCELLED and frame.direction == "c2s"
+        ):
+            self._track(frame)
+
     def _track(self, frame: Frame) -> None:
         """Keep the client requests the server has not answered yet (ids as peers compare them)."""
-        kind = frame.kind
+        found = frame.classification
+        kind, rpc_id = found.kind, found.rpc_id
         with self._lock:
             if frame.direction == "c2s":
-                if kind == "notification":
+                if kind == "request":
+                    if rpc_id is not None:
+                        self._pending.setdefault(id_key(rpc_id), []).append(
+                            (rpc_id, found.method or "", None)
+                        )
+                elif kind == "notification":
                     self._cancelled(frame)
-                elif kind == "request" and frame.rpc_id is not None:
-                    self._pending.setdefault(id_key(frame.rpc_id), []).append(
-                        (frame.rpc_id, frame.method or "", None)
-                    )
                 elif kind == "batch":
                     group = next(self._batch_ids)
                     for c in classify_batch(frame.data):
@@ -229,11 +249,12 @@ class Relay:
                             self._pending.setdefault(id_key(c.rpc_id), []).append(
                                 (c.rpc_id, c.method or "", group)
                             )
-            elif kind in ("response", "error") and frame.rpc_id is not None:
-                self._answered(frame.rpc_id)
+            elif kind in _ANSWERS:
+                if rpc_id is not None:
+                    self._answered(rpc_id)
             elif kind == "batch":
                 for c in classify_batch(frame.data):
-                    if c.kind in ("response", "error") and c.rpc_id is not None:
+                    if c.kind in _ANSWERS and c.rpc_id is not None:
                         self._answered(c.rpc_id)
 
     def _cancelled(self, frame: Frame) -> None:

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from mcptape.wire.frame import parse
 from mcptape.wire.handshake import META_PREFIX
+from mcptape.wire.protocol import CANCELLED, INITIALIZE
 from mcptape.wire.scan import TooComplex, scan_members
 
 SMALL: Final = 64 << 10  # a member of a large frame is parsed only below this size
@@ -126,9 +127,9 @@ def request_facts(msg: Any) -> RequestFacts:
         facts.prompt = _text(params.get("name"), 1024)
     elif method in RESOURCE_METHODS:
         facts.uri = _text(params.get("uri"), 8192)
-    elif method == "initialize":
+    elif method == INITIALIZE:
         facts.protocol_version = _text(params.get("protocolVersion"), 64)
-    elif method == "notifications/cancelled":
+    elif method == CANCELLED:
         facts.cancels = params.get("requestId")
     meta = params.get("_meta")
     if isinstance(meta, dict):
@@ -161,7 +162,7 @@ def reply_facts(msg: Any, method: str | None) -> ReplyFacts:
         return facts
     if method == "tools/call" and result.get("isError") is True:
         facts.error_type = "tool_error"
-    elif method == "initialize":
+    elif method == INITIALIZE:
         facts.protocol_version = _text(result.get("protocolVersion"), 64)
     return facts
 

@@ -20,6 +20,7 @@ from mcptape.telemetry.conventions import Operation, SessionFacts, begin, role_o
 from mcptape.telemetry.facts import reply_facts, request_facts, slim
 from mcptape.wire.frame import KEEP_PARSED_BYTES, Frame, classify_batch, opposite
 from mcptape.wire.ids import encode_id, id_key
+from mcptape.wire.protocol import CANCELLED, INITIALIZE
 
 MAX_PENDING = 100_000  # requests awaiting an answer kept per session; beyond, the oldest end unanswered
 # Operations held until the recording's id is known (its spans' mcp.session.id): the store
@@ -110,7 +111,7 @@ class Pairing:
         session = self.session
         if kind in ("request", "notification") and method is not None:
             facts = request_facts(msg)
-            if facts.protocol_version and (session.protocol_version is None or method == "initialize"):
+            if facts.protocol_version and (session.protocol_version is None or method == INITIALIZE):
                 session.protocol_version = facts.protocol_version
             is_request = kind == "request"
             op = begin(
@@ -124,7 +125,7 @@ class Pairing:
             )
             if kind == "notification":
                 done = [op]
-                if method == "notifications/cancelled" and isinstance(facts.cancels, (str, int)):
+                if method == CANCELLED and isinstance(facts.cancels, (str, int)):
                     cancelled = self.pending.pop((direction, id_key(encode_id(facts.cancels))), None)
                     if cancelled is not None:
                         cancelled.end, cancelled.error_type = ts, "cancelled"

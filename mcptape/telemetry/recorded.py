@@ -17,6 +17,7 @@ from mcptape.telemetry.conventions import Operation, SessionFacts, begin
 from mcptape.telemetry.facts import reply_facts, request_facts, slim
 from mcptape.wire.frame import KEEP_PARSED_BYTES, parse
 from mcptape.wire.ids import encode_id, id_key
+from mcptape.wire.protocol import CANCELLED
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, RowMapping
@@ -52,7 +53,7 @@ def operations(conn: Connection, row: RowMapping, session: SessionFacts) -> Iter
         msg = _message(n["text"])
         facts = request_facts(msg)
         last = max(last, n["ts"])
-        if n["method"] == "notifications/cancelled" and isinstance(facts.cancels, (str, int)):
+        if n["method"] == CANCELLED and isinstance(facts.cancels, (str, int)):
             cancels.setdefault((n["direction"], id_key(encode_id(facts.cancels))), n["ts"])
         yield begin(n["method"], n["direction"], n["ts"], facts, session, notification=True)
     for x in traffic.exchanges(conn, row["id"]):

@@ -25,6 +25,7 @@ class GatewayProcess:
         env: dict[str, str] | None = None,
         tmp: Path,
     ) -> None:
+        self.db = db
         args = [*MCPTAPE, "proxy", "--listen", "127.0.0.1:0", "--db", str(db), *extra]
         if config is not None:
             path = tmp / "gateway-config.json"

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from mcptape.store import Store, Writer
 
 
+SLOW_OPEN_S = 8.0  # beyond the first 2 s, how long a store may take to open before it is said
+
+
 @dataclass
 class SessionRow:
     """The columns of the session row to create."""
@@ -34,24 +37,6 @@ class SessionRow:
     upstream: str | None = None
     replay_of: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-_SWEPT: set[str] = set()
-_SWEPT_LOCK = threading.Lock()
-
-
-def _close_lost_once(store: Store) -> None:
-    """Close the sessions a killed recorder left running in this file (once per process and file)."""
-    with _SWEPT_LOCK:
-        if store.where in _SWEPT:
-            return
-        _SWEPT.add(store.where)
-    try:
-        from mcptape.store.lost import close_lost_sessions
-
-        close_lost_sessions(store)
-    except Exception:  # a housekeeping step: never a reason not to record (a locked file, say)
-        pass
 
 
 class BackgroundStore:
@@ -81,7 +66,9 @@ class BackgroundStore:
                 store = open_store(self.db)
                 self.store = store
                 self.recorder.locked_out = lambda: store.waiting_for_lock
-                _close_lost_once(store)
+                from mcptape.store.lost import close_lost_once
+
+                close_lost_once(store)
                 fields: dict[str, Any] = {
                     "mode": self.row.mode,
                     "name": self.row.name,
@@ -136,11 +123,16 @@ class BackgroundStore:
         with one message on stderr, so that nothing already forwarded is lost.
         """
         if not self.done.wait(2.0):
-            say(
-                f"waiting for the recording database {self.where()} (another process holds its lock); "
-                "frames already forwarded will be written once it is free (Ctrl-C again gives up on them)."
-            )
-            self.done.wait()
+            # Still opening: a lock another process holds, or a slow start (importing,
+            # migrating on a loaded machine): said as what it is, once it is worth saying.
+            locked = self.store is not None and self.store.waiting_for_lock
+            if locked or not self.done.wait(SLOW_OPEN_S):
+                why = "another process holds its lock" if locked else "it is slow to open"
+                say(
+                    f"waiting for the recording database {self.where()} ({why}); frames already "
+                    "forwarded will be written once it is ready (Ctrl-C again gives up on them)."
+                )
+                self.done.wait()
         ok = self.error is None
         if self.writer is not None:
             self.writer.close()

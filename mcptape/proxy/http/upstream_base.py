@@ -14,7 +14,7 @@ import threading
 from collections.abc import Awaitable, Iterable
 from typing import Any
 
-from mcptape.proxy.link import Deliver, Ended, EventSink, LinkBase, LinkClosed, LinkEnd
+from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LinkEnd, LoopSideLink
 from mcptape.wire.frame import Frame
 from mcptape.wire.jsonrpc import error_response
 
@@ -36,24 +36,15 @@ def unreachable(url: str, exc: BaseException) -> str:
     return f"cannot reach the MCP server at {url}: {type(exc).__name__}: {exc}"
 
 
-class LoopLink(LinkBase, abc.ABC):
-    """Base of the links whose I/O runs on the event loop (aiohttp's client)."""
+class LoopLink(LoopSideLink, abc.ABC):
+    """Base of the upstream links whose I/O runs on the event loop (aiohttp's client)."""
 
     def __init__(self, url: str, headers: dict[str, str] | None, name: str) -> None:
+        super().__init__(name)
         self.url = url
         self.headers = dict(headers or {})
-        self.name = name
-        self._deliver: Deliver | None = None
-        self._ended_cb: Ended | None = None
-        self._event: EventSink | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: int | None = None
         self._queue: asyncio.Queue[Frame | None] = asyncio.Queue()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._receiving = False
-        self._send_closed = False
-        self._has_ended = False
-        self._end: LinkEnd | None = None
         self._error: str | None = None
         self._http: Any = None  # aiohttp.ClientSession, created on the loop
 
@@ -62,10 +53,7 @@ class LoopLink(LinkBase, abc.ABC):
     def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
         import aiohttp
 
-        self._deliver, self._ended_cb, self._event = deliver, ended, event
-        self._loop = asyncio.get_running_loop()
-        self._loop_thread = threading.get_ident()
-        self._receiving = True
+        super().start(deliver, ended, event)
         # No total timeout: an SSE stream legitimately stays open for hours.
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT)
         # auto_decompress stays on for us as a client: we parse what we receive.
@@ -90,9 +78,6 @@ class LoopLink(LinkBase, abc.ABC):
             if self._loop is not None:
                 with contextlib.suppress(RuntimeError):
                     self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
-
-    def stop_receiving(self) -> None:
-        self._receiving = False
 
     async def aclose(self, grace: float) -> LinkEnd:
         if self._end is not None:
@@ -128,11 +113,8 @@ class LoopLink(LinkBase, abc.ABC):
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def emit(self, kind: str, text: str | None, data: object = None) -> None:
-        if self._event is not None:
-            self._event(kind, text, data)
-
     def _ended(self, why: str) -> None:
+        """Receiving ended for good (the relay hears it once); frames still in hand may follow."""
         if not self._has_ended and self._ended_cb is not None:
             self._has_ended = True
             self._ended_cb(why)

@@ -35,11 +35,13 @@ from mcptape.proxy.http.headers import (
     PROTOCOL_VERSION,
     SESSION_ID,
     lowered,
+    media_type,
     routing_headers,
     that_matter,
 )
 from mcptape.proxy.http.sse import SseParser
 from mcptape.proxy.http.upstream_base import LoopLink, request_ids, response_ids, unreachable
+from mcptape.redact import placeholder
 from mcptape.wire.frame import Frame
 from mcptape.wire.protocol import INITIALIZE, INITIALIZED
 
@@ -128,6 +130,10 @@ class HttpClientLink(LoopLink):
         # Requests POSTed and not answered yet, on any stream: a stream that ends is
         # resumed only while one it carried is still waiting.
         self._unanswered: set[str] = set()
+        # probe's resumption check: drop the next POST stream after this many events with
+        # an id, as a network would, so that the resumption below runs.
+        self.cut_after: int | None = None
+        self._deleted = False
 
     # -- sending ------------------------------------------------------------------------
 
@@ -194,7 +200,9 @@ class HttpClientLink(LoopLink):
         status = response.status
         if first and self.probe and 400 <= status < 500 and status not in (401, 403):
             body = await response.content.read(MAX_ERROR_BODY)
-            if not speaks_json_rpc(body):
+            # 405: no POST here at all, whatever the body says (mcptape's own legacy SSE
+            # endpoint words its 405 as a JSON-RPC error).
+            if status == 405 or not speaks_json_rpc(body):
                 response.release()
                 raise Fallback(status, [frame])
             # A JSON-RPC error (a 2025 server asked `server/discover`): a streamable HTTP
@@ -208,21 +216,26 @@ class HttpClientLink(LoopLink):
         if status == 202 or (status < 300 and response.content_length == 0):
             response.release()
             return
-        ctype = response.headers.get("Content-Type", "")
+        ctype = media_type(response.headers.get("Content-Type"))
         meta = self._meta(response, "POST", "post")
         if status >= 300:
             self.spawn(self._error_body(frame, response, meta))
-        elif ctype.startswith("text/event-stream"):
+        elif ctype == "text/event-stream":
             self.spawn(self._read_stream(response, meta, set(request_ids(frame))))
         else:
             self.spawn(self._json_body(frame, response, meta))
 
     def _learn_session(self, response: Any) -> None:
         sid = response.headers.get(SESSION_ID)
-        if sid and sid != self.session_id:
+        # Only an accepted request opens a session: a Python SDK 1.x server answers a
+        # 2026-07-28 `server/discover` with 400 and the id of a session it ends at once,
+        # which would make the `initialize` that follows a 404.
+        if sid and sid != self.session_id and response.status < 300:
             self.session_id = sid
             self.emit(
-                "http_session", f"the server minted session {sid}", {"session_id": sid, "url": self.url}
+                "http_session",
+                f"the server minted session {placeholder(sid)}",
+                {"session_id": placeholder(sid), "url": self.url},
             )
 
     def _meta(self, response: Any, method: str, stream: str) -> dict[str, Any]:
@@ -291,7 +304,8 @@ class HttpClientLink(LoopLink):
                 return
         response.release()
         if response.status == 404 and self.session_id is not None:
-            self.emit("http_session_expired", f"the server no longer knows session {self.session_id}", None)
+            gone = placeholder(self.session_id)
+            self.emit("http_session_expired", f"the server no longer knows session {gone}", None)
         auth = response.headers.get("WWW-Authenticate")
         detail = {"status": response.status, **({"www_authenticate": auth} if auth else {})}
         said = error_said(body, response.reason)
@@ -319,6 +333,7 @@ class HttpClientLink(LoopLink):
         attempts = 0
         stream = meta["stream"]
         resumed = False
+        identified = 0
         while True:
             try:
                 async for chunk in response.content.iter_any():
@@ -331,6 +346,11 @@ class HttpClientLink(LoopLink):
                         self._learn_version(frame)
                         await self.deliver(frame)
                         attempts = 0
+                        identified += event.id is not None
+                        if stream == "post" and self.cut_after is not None and identified >= self.cut_after:
+                            self.cut_after = None
+                            response.close()
+                            raise ConnectionResetError("cut by mcptape probe to check resumption")
                     if resumed and stream == "post" and not waiting & self._unanswered:
                         break  # the resumed stream brought the answers: done with it
             except Exception as exc:
@@ -387,9 +407,7 @@ class HttpClientLink(LoopLink):
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             self.emit("error", f"GET {self.url} failed: {exc}", None)
             return None
-        if response.status != 200 or not response.headers.get("Content-Type", "").startswith(
-            "text/event-stream"
-        ):
+        if response.status != 200 or media_type(response.headers.get("Content-Type")) != "text/event-stream":
             response.release()
             if response.status != 405:
                 self.emit("http_get_refused", f"GET stream refused: HTTP {response.status}", None)
@@ -405,8 +423,17 @@ class HttpClientLink(LoopLink):
             await self._read_stream(response, self._meta(response, "GET", "get"), set())
 
     async def _goodbye(self) -> None:
+        if not self._deleted:
+            await self.end_session()
+
+    async def end_session(self) -> int | None:
+        """DELETE the session now: the HTTP status, or None when there is no session to end.
+
+        Called on close; ``probe`` calls it before, to check that the server forgets the session.
+        """
         if self.session_id is None or self._http is None:
-            return
+            return None
+        self._deleted = True
         headers = {**self.headers, SESSION_ID: self.session_id}
         if self.protocol_version is not None:
             headers[PROTOCOL_VERSION] = self.protocol_version
@@ -416,3 +443,4 @@ class HttpClientLink(LoopLink):
                 f"DELETE {self.path}: HTTP {response.status}",
                 {"status": response.status},
             )
+            return response.status

@@ -143,7 +143,7 @@ class Recordings:
     # -- query ------------------------------------------------------------------------------------
 
     def query(self, arguments: Any) -> dict[str, Any]:
-        from mcptape.cli.sql_query import QueryError, run_query
+        from mcptape.cli.sql_query import QueryFailed, run_query
         from mcptape.cli.sql_sandbox import Budget, QueryStopped
 
         args = Arguments(arguments, "query")
@@ -159,9 +159,11 @@ class Recordings:
         out: list[list[Any]] = []
         cut = used = 0
         truncated = False
+        columns: list[str] = []
         try:
-            with run_query(store, sql, budget, buffered=False) as (columns, rows):
-                for row in rows:
+            with run_query(store, sql, budget) as result:
+                columns, rows = result if result is not None else ([], iter(()))
+                for row in budget.guard(rows, buffered=False):
                     if len(out) >= max_rows or used > MAX_RESULT_CHARS:
                         truncated = True
                         break
@@ -172,7 +174,7 @@ class Recordings:
                         used += len(shown) if isinstance(shown, str) else 8
                         values.append(shown)
                     out.append(values)
-        except (QueryError, QueryStopped) as exc:
+        except (QueryFailed, QueryStopped) as exc:
             # The sandbox speaks of the command line; here it is the tool and its arguments.
             message = (
                 str(exc)

@@ -1,0 +1,166 @@
+"""The `mcptape ui` web server: its routes, its protection and its static files, in one place.
+
+Protection is the gateway's (:mod:`mcptape.gateway.security`, reused, not copied):
+
+- ``Host`` and ``Origin`` are checked before anything else (403): a page of another site,
+  or a DNS name rebound to 127.0.0.1, gets nothing;
+- the data (``/api/…``) needs the viewer's token. `mcptape ui` prints it once, as the
+  fragment of a URL (``http://127.0.0.1:8809/#token=…``): browsers never send a fragment,
+  so it reaches no log, no history of requests, no ``Referer``. The page posts it once to
+  ``/api/login`` in a header and gets an HttpOnly, SameSite=Strict cookie in exchange
+  (the server's own random value, not the token); programs may send the token with
+  every request instead (``Authorization: Bearer`` or ``X-Mcptape-Token``). No access
+  log is kept;
+- read-only: every route is GET, but for the POSTs listed in :data:`READ_POSTS` (the
+  login, and SQL queries, which the sandbox keeps to reading). Nothing writes to the store.
+
+To add routes (another page, an interactive client), pass them to :func:`build_app` with
+``routes=``; a route that is not GET must also be named in ``posts=``, which says in
+one place what the viewer lets a page change.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+from aiohttp import web
+
+from mcptape.gateway import security
+from mcptape.view.live import LiveHub
+
+TOKEN_ENV: Final = "MCPTAPE_UI_TOKEN"
+DEFAULT_PORT: Final = 8809
+READ_POSTS: Final = frozenset({"/api/login", "/api/sql"})
+PUBLIC: Final = frozenset({"/", "/index.html", "/api/login", "/health"})
+STATIC_DIR: Final = Path(str(resources.files("mcptape.view") / "static"))
+_HEADERS: Final = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+
+
+@dataclass(eq=False)
+class Viewer:
+    """What the handlers share: the store (opened by the caller), the token, the live hub."""
+
+    store: Any
+    token: str
+    host: str = "127.0.0.1"
+    port: int = 0
+    extra_hosts: tuple[str, ...] = ()
+    posts: frozenset[str] = READ_POSTS
+    cookie_value: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    executor: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(4, thread_name_prefix="mcptape-ui")
+    )
+    hosts: frozenset[str] = frozenset()
+    live: LiveHub | None = None
+
+    def bound(self, port: int) -> None:
+        """The listener is bound: requests must name this host and port."""
+        self.port = port
+        self.hosts = security.allowed_hosts(self.host, port, self.extra_hosts)
+
+    @property
+    def cookie_name(self) -> str:
+        # Cookies ignore ports: two viewers on one host must not overwrite each other's.
+        return f"mcptape_ui_{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The URL to open, token included (in the fragment, which browsers never send)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/#token={self.token}"
+
+    def authorised(self, request: web.Request) -> bool:
+        cookie = request.cookies.get(self.cookie_name)
+        if cookie is not None and hmac.compare_digest(cookie.encode(), self.cookie_value.encode()):
+            return True
+        if security.TOKEN_HEADER in request.headers or "Authorization" in request.headers:
+            return security.check_token(request.headers, self.token).ok
+        return False
+
+
+VIEWER: Final = web.AppKey("viewer", Viewer)
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    """A JSON error the page shows as it is: ``{"error": message}``."""
+    return web.json_response({"error": message}, status=status, headers=headers)
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    viewer = request.app[VIEWER]
+    if (request.host or "").lower() not in viewer.hosts:
+        return error(403, f"Host {request.host!r} is not this viewer's")
+    if not security.origin_allowed(request.headers.get("Origin"), viewer.hosts):
+        return error(403, f"Origin {request.headers.get('Origin')!r} is not allowed")
+    if request.method not in ("GET", "HEAD") and request.path not in viewer.posts:
+        return error(405, "the viewer is read-only", {"Allow": "GET"})
+    if (
+        request.path not in PUBLIC
+        and not request.path.startswith("/static/")
+        and not viewer.authorised(request)
+    ):
+        return error(401, "open the URL `mcptape ui` printed (it logs this page in)")
+    response = await handler(request)
+    if not response.prepared:
+        response.headers.update(_HEADERS)
+        if request.path.startswith("/api/"):
+            response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+async def login(request: web.Request) -> web.Response:
+    """Trade the token (in a header, never the URL) for the cookie."""
+    viewer = request.app[VIEWER]
+    if not security.check_token(request.headers, viewer.token).ok:
+        return error(401, "wrong token: open the URL `mcptape ui` printed")
+    response = web.json_response({"ok": True})
+    response.set_cookie(viewer.cookie_name, viewer.cookie_value, httponly=True, samesite="Strict", path="/")
+    return response
+
+
+async def index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(STATIC_DIR / "index.html")
+
+
+async def health(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+def build_app(
+    viewer: Viewer, *, routes: Iterable[web.AbstractRouteDef] = (), posts: Iterable[str] = ()
+) -> web.Application:
+    """The application: the pages' routes (:mod:`mcptape.view.api`), ``routes`` added by others,
+    and the POST paths they need on top of :data:`READ_POSTS`."""
+    from mcptape.view import api
+
+    viewer.posts = viewer.posts | frozenset(posts)
+    app = web.Application(middlewares=[guard], client_max_size=1 << 20)
+    app[VIEWER] = viewer
+    viewer.live = LiveHub(viewer.store, viewer.executor)
+    app.router.add_get("/", index)
+    app.router.add_get("/health", health)
+    app.router.add_post("/api/login", login)
+    app.router.add_routes(api.ROUTES)
+    app.router.add_routes(list(routes))
+    app.router.add_static("/static", STATIC_DIR)
+    app.on_shutdown.append(_shutdown)
+    return app
+
+
+async def _shutdown(app: web.Application) -> None:
+    viewer = app[VIEWER]
+    if viewer.live is not None:
+        await viewer.live.close()
