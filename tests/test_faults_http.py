@@ -29,7 +29,7 @@ def test_cutting_a_request_ends_its_post_stream_and_a_late_answer_stays_on_it() 
         assert stream.closed
         # An answer that comes all the same goes on the cut stream (Last-Event-ID), not the GET stream.
         link.send(Frame(result(1, {}), "s2c"))
-        assert [data for _, data in stream.events] and not link.get_stream.events
+        assert [event.data for event in stream.events] and not link.get_stream.events
         assert link.in_flight() == set()
 
     run(scenario)
