@@ -423,7 +423,7 @@ def test_sessions_lists_the_recorded_session(corpus_database: tuple[Database, st
     table = mcptape("sessions", "--db", database.url)
     assert table.returncode == 0, table.stderr
     row = next(line for line in table.stdout.splitlines() if line.startswith(session_id[:12]))
-    assert row.split()[1:3] == ["everything", "ok"]
+    assert row.split()[1:4] == ["everything", "record", "ok"]
 
 
 def test_show_last_prints_the_timeline(corpus_database: tuple[Database, str]) -> None:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,6 +98,10 @@ class Checkout:
         self.dir = root / "mcptape"
         self.dir.mkdir()
         (self.dir / ".venv").symlink_to(ROOT / ".venv")
+        # The repository's files the tour runs (a fresh clone has them).
+        for path in ("tests/servers/demo_changed.py",):
+            (self.dir / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / path, self.dir / path)
         self.home = root / "home"
         config = self.home / ".config" / "Claude" / "claude_desktop_config.json"
         config.parent.mkdir(parents=True)
@@ -161,6 +166,54 @@ def test_every_readme_command_works_as_printed_on_a_fresh_checkout(tmp_path: Pat
     assert {"wrap", "unwrap", "sessions", "show", "export", "sql"} <= set(ran)
     assert checkout.config.read_bytes() == original  # wrap, then unwrap: as it was
     assert (checkout.dir / "s.jsonl").read_text().count("\n") > 10
+
+
+def text_blocks(text: str) -> list[str]:
+    """The body of each ```text block."""
+    return re.findall(r"```text\n(.*?)```", text, re.S)
+
+
+def masked(output: str) -> str:
+    """Replay output with what changes every run (ids, the start time) masked."""
+    output = re.sub(r"\b[0-9a-f]{12}\b", "ID", output)
+    return re.sub(r"started \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", "started TIME", output)
+
+
+@pytest.mark.slow
+def test_the_failing_replay_the_readme_shows_is_what_replay_prints(tmp_path: Path) -> None:
+    checkout = Checkout(tmp_path)
+    db = shlex.quote(str(tmp_path / "demo.db"))
+    assert checkout.run(f".venv/bin/mcptape demo --db {db}").returncode == 0
+    changed = checkout.run(
+        f"mcptape replay demo --db {db} -- python tests/servers/demo_changed.py", activated=True
+    )
+    assert changed.returncode == 1, changed.stderr
+    [shown] = [block for block in text_blocks(README) if "exchanges match" in block]
+    assert masked(changed.stdout) == masked(shown)
+
+
+def test_the_readme_names_every_system_package_ci_installs() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    packages = re.findall(r"missing\+=\((\S+)\)", ci)
+    assert {"nodejs", "npm", "postgresql"} <= set(packages)
+    set_up = README.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    named = {
+        word for command in re.findall(r"apt-get install ([a-z0-9 -]+)`", set_up) for word in command.split()
+    }
+    assert set(packages) <= named, f"the README's set-up does not say to install {set(packages) - named}"
+    assert "export MCPTAPE_TESTS_NEED_POSTGRES=1" in ci  # in CI a PostgreSQL test fails, never skips
+
+
+def test_a_missing_postgresql_skips_here_and_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tests.helpers.postgres as pg
+
+    monkeypatch.setattr(pg, "postgres_bin", lambda: None)
+    monkeypatch.delenv(pg.REQUIRED_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="apt-get install postgresql"), pg.private_server():
+        pass
+    monkeypatch.setenv(pg.REQUIRED_ENV, "1")
+    with pytest.raises(pytest.fail.Exception, match="MCPTAPE_TESTS_NEED_POSTGRES"), pg.private_server():
+        pass
 
 
 def readme_queries() -> list[str]:

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.replay_options import comparison_options
 
 if TYPE_CHECKING:
     from mcptape.replay.diff_report import Loaded
 
 
-@click.command()
+@click.command(cls=Command, summary_options=("--db", "--json", "--fail-on-breaking", "--ignore"))
 @click.argument("a", metavar="A")
 @click.argument("b", metavar="B")
 @db_option
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Exit with status 1 when a change is breaking (for CI); the report is printed either way.",
 )
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Compare a recording in which the server answered nothing (without this flag, exit 2).",
+)
 @comparison_options
 def diff(
     a: str,
@@ -38,6 +44,7 @@ def diff(
     db: str | None,
     as_json: bool,
     fail_on_breaking: bool,
+    allow_empty: bool,
     keep: tuple[str, ...],
     ignore: tuple[str, ...],
     ignore_text: tuple[str, ...],
@@ -45,7 +52,8 @@ def diff(
     """Compare two recordings of a server: its tools, prompts, resources and answers.
 
     A and B are each a session (an id, a unique prefix of one, a session name
-    or `last`) or a JSONL file written by `mcptape export`. The report lists the
+    or `last`: the latest such session in which the client sent a request) or
+    a JSONL file written by `mcptape export`. The report lists the
     tools, prompts, resources, resource templates and capabilities added,
     removed or changed between A and B, and the requests both recordings made
     (same method and parameters, `_meta` aside) whose answers differ, with the
@@ -55,22 +63,24 @@ def diff(
 
     \b
     Each change is classified:
-      breaking    a client written against A may fail against B: something removed,
-                  a new required argument, an argument's type changed, an output
-                  field removed, a request that succeeded in A and fails in B
+      breaking    a client written against A may fail against B: something
+                  removed, a new required argument, an argument's type
+                  changed, an output field removed, a request that
+                  succeeded in A and fails in B
       compatible  additions and changes of descriptions, titles, annotations
-      differs     the same request got a different answer
+      differs     the same request got a different answer (long texts are
+                  shown as a diff of the lines around the change)
 
     \b
     Exit status: 0; 1 with --fail-on-breaking when a change is breaking; 2 when
-    a recording cannot be read.
+    a recording cannot be read or the server answered nothing in it.
 
     \b
     Examples:
       mcptape diff v1 v2
       mcptape diff tests/recordings/release.jsonl last --fail-on-breaking
-      mcptape diff v1 v2 --json | jq '.changes[] | select(.severity == "breaking")'
-      mcptape diff v1 v2 --ignore 'tools/call:weather=/result/structuredContent/humidity'
+      mcptape diff v1 v2 --json | jq '.changes[] | select(.severity=="breaking")'
+      mcptape diff v1 v2 --ignore 'tools/call:weather=/result/structuredContent'
     """
     from mcptape.replay.diff_report import report_json, report_lines
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
@@ -81,6 +91,12 @@ def diff(
     except (IgnoreRuleError, ValueError) as exc:
         raise UserError(str(exc)) from None
     first, second = load(a, db), load(b, db)
+    empty = next((name for name, snap in (first, second) if snap.empty), None)
+    if empty is not None and not allow_empty:
+        raise UserError(
+            f"{empty} holds no exchange to compare (the server answered no request): a diff with it "
+            "would say nothing changed. Name a recording with exchanges, or give --allow-empty"
+        )
     report = compare(first[1], second[1], normaliser)
     if as_json:
         import orjson

@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 
 from mcptape.cli.common import db_option
+from mcptape.cli.helptext import Command
 
 
-@click.command("mcp")
+@click.command("mcp", cls=Command)
 @db_option
 @click.option(
     "--config",
@@ -37,7 +38,8 @@ def mcp(db: str | None, config_path: str | None) -> None:
     Examples:
       mcptape mcp
       mcptape mcp --db team.db --config claude_desktop_config.json
-      mcptape call -m tools/call --tool-name list_sessions --tool-arg limit=5 --upstream recordings
+      mcptape call -m tools/call --tool-name list_sessions --tool-arg limit=5 \\
+          --upstream recordings
     In an mcpServers config:
       "recordings": {"command": "mcptape", "args": ["mcp"]}
     """

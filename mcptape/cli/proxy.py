@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from mcptape.cli.common import UserError, db_option, otlp_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.rule_options import (
     declare_option,
     fault_options,
@@ -21,7 +22,18 @@ if TYPE_CHECKING:
     from mcptape.gateway.sealed import Sealer
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    summary_options=(
+        "--config",
+        "--listen",
+        "--db",
+        "--token-file",
+        "--no-auth",
+        "--allow-remote",
+        "--redact",
+    ),
+)
 @click.option(
     "--config",
     "config_path",
@@ -142,45 +154,49 @@ def proxy(
     """Serve every registered MCP server over HTTP, recording every session.
 
     Each upstream NAME (see `mcptape servers`) is served at /servers/NAME/mcp
-    (streamable HTTP) and /servers/NAME/sse (legacy HTTP+SSE), whatever transport it
-    speaks itself; a stdio server is started once per client session. GET /health
-    answers {"status":"ok", ...} with the store's state (writable, lag_s), or 503
-    while this replica cannot record.
+    (streamable HTTP) and /servers/NAME/sse (legacy HTTP+SSE), whatever
+    transport it speaks itself; a stdio server is started once per client
+    session. GET /health answers {"status":"ok", ...} with the store's state
+    (writable, lag_s), or 503 while this replica cannot record.
 
-    \b
-    Security: requests need the gateway's token, as `Authorization: Bearer TOKEN`
-    (not forwarded) or `X-Mcptape-Token: TOKEN` (then the client's own Authorization
-    reaches the upstream). The token is $MCPTAPE_PROXY_TOKEN, else a new one printed
-    once and written to --token-file. Host and Origin are checked against DNS
-    rebinding (403). Only registry entries can be started. Ctrl-C or SIGTERM closes
-    every session, stops every upstream and flushes the recording.
-
-    \b
-    Injection (--handle-sampling, --handle-elicitation, --roots, --inject) works as
-    for `record`, in every session. With injection rules, a streamable HTTP upstream
-    is no longer passed through request for request: the gateway runs each session
-    itself (its own session ids), so that it can answer the server's requests.
-
-    \b
-    Faults (--fault, --faults) work as for `record`, in every session; they too need
-    the gateway to run each session itself. `cut` ends the SSE stream the frame would
-    go on (the session goes on; a client may resume it with Last-Event-ID).
-
-    \b
-    A fleet (several replicas on one PostgreSQL behind HAProxy, see deploy/): give
-    every replica the same token, database, config and session key
-    (--session-key-file or $MCPTAPE_SESSION_KEY), a --replica name, and
-    --allow-host for the balancer's address. Session ids are then sealed: any
-    replica serves a session whose upstream speaks streamable HTTP; a session with
-    a process (stdio) stays on the replica that started it (the balancer keeps it
-    there; another replica answers 404).
+    Requests need the gateway's token, as `Authorization: Bearer TOKEN` (not
+    forwarded) or `X-Mcptape-Token: TOKEN` (then the client's own
+    Authorization reaches the upstream). The token is $MCPTAPE_PROXY_TOKEN,
+    else a new one printed once and written to --token-file. Host and Origin
+    are checked against DNS rebinding (403). Only registry entries can be
+    started. Ctrl-C or SIGTERM closes every session, stops every upstream and
+    flushes the recording.
 
     \b
     Examples:
       mcptape proxy --config claude_desktop_config.json
       mcptape proxy --listen 127.0.0.1:0 --no-auth
       mcptape proxy --handle-sampling auto --roots /srv/project
-      mcptape proxy --redact /params/arguments/password --redact X-Session-Secret
+
+    \f
+    A fleet (several replicas on one PostgreSQL behind HAProxy, see deploy/):
+    give every replica the same token, database, config and session key
+    (--session-key-file or $MCPTAPE_SESSION_KEY), a --replica name, and
+    --allow-host for the balancer's address. Session ids are then sealed: any
+    replica serves a session whose upstream speaks streamable HTTP; a session
+    with a process (stdio) stays on the replica that started it (the balancer
+    keeps it there; another replica answers 404).
+
+    Injection (--handle-sampling, --handle-elicitation, --roots, --inject)
+    works as for `record`, in every session. With injection rules, a
+    streamable HTTP upstream is no longer passed through request for request:
+    the gateway runs each session itself (its own session ids), so that it
+    can answer the server's requests.
+
+    Faults (--fault, --faults) work as for `record`, in every session; they
+    too need the gateway to run each session itself. `cut` ends the SSE
+    stream the frame would go on (the session goes on; a client may resume
+    it with Last-Event-ID).
+
+    \b
+    More examples:
+      mcptape proxy --redact /params/arguments/password \\
+          --redact X-Session-Secret
       mcptape proxy --fault 'tools/call=error:-32603,p=0.1'
     """
     host, port = _parse_listen(listen)

@@ -123,6 +123,11 @@ async def _relay_and_finish(plan: RecordPlan, session: Session, description: str
     code = exit_status(outcome, stopped_by)
     if store.error and plan.on_store_error == "fail":
         return 2
+    unreached = session.relay.server_end
+    if not stopped_by and unreached is not None and unreached.reason == "unreachable":
+        # As a server command that cannot start: said, and exit 2 (the client got it as an error too).
+        _say(f"error: {unreached.detail}")
+        return 2
     if not ok and code == 0:
         _say(f"error: not every frame of this session could be recorded into {store.where()}")
         return 1

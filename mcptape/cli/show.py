@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from mcptape.cli.common import UserError, db_option, writing_output
+from mcptape.cli.helptext import Command
 from mcptape.cli.summaries import _dict, compact, count_of, summarize_request, summarize_result
 from mcptape.terminal import safe, safe_lines
 from mcptape.wire.frame import encode_id
@@ -131,7 +132,12 @@ def _lenient_message(frame: StoredFrame) -> Any:
 
 def event_line(event: StoredEvent) -> Line:
     """The line for an event: a stderr line, a process start or exit, an error."""
-    return Line(event.ts, EVENT_MARK, event.kind, "", event.text or compact(event.data or ""))
+    from mcptape.cli.status import stopped_in
+
+    text = event.text or compact(event.data or "")
+    if event.kind == "process_exit" and stopped_in(event.data):
+        text += " (by mcptape: the server did not exit after its client left)"
+    return Line(event.ts, EVENT_MARK, event.kind, "", text)
 
 
 def render_line(line: Line, start: float) -> str:
@@ -174,6 +180,8 @@ def header(row: RowMapping, handshake: dict[str, str], label: str) -> list[str]:
     first = [f"session {row['id'][:12]}"]
     if row["name"]:
         first.append(row["name"])
+    if row.get("replay_of"):
+        first.append(f"{row['mode']} of {row['replay_of'][:12]}")
     first.append(label)
     lines = [" · ".join(first)]
     if row["upstream"]:
@@ -258,7 +266,7 @@ def full_body(frame: StoredFrame) -> str:
     return "".join(f"      {safe_lines(line)}\n" for line in text.split("\n"))
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("session")
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the frames as NDJSON, one object per frame.")

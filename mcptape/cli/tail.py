@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from mcptape.cli.common import UserError, db_option, writing_output
+from mcptape.cli.helptext import Command
 from mcptape.terminal import safe
 
 if TYPE_CHECKING:
@@ -116,7 +117,10 @@ def item_json(item: FeedItem, session: dict[str, Any] | None) -> str:
         return json_with_surrogates(obj)
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    summary_options=("--session", "--name", "--method", "--slow", "--errors", "--json", "--db"),
+)
 @db_option
 @click.option(
     "--session",
@@ -195,6 +199,14 @@ def tail(
     ▸/■ mark a session's start and end. Lines fit 80 columns; what a
     recording holds is shown escaped. Ctrl-C stops it (exit status 0).
 
+    \b
+    Examples:
+      mcptape tail
+      mcptape tail --name 'files*' --method 'tools/*' --slow 500
+      mcptape tail --errors --kind exchange --kind stderr
+      mcptape tail --json | jq 'select(.status != "ok")'
+      mcptape tail --session trace-4bf92f3577b34da6a3ce929d0e0e4736 --last 100
+    \f
     --session also takes a conversation (as `mcptape show` does) and follows
     it as it grows: every session row sharing its conversation_id, on any
     replica, also one opened later; for a trace-... or client-... id of
@@ -206,14 +218,6 @@ def tail(
     With --json, each item is one JSON object per line: {type, session_id,
     session_name, ts, method, subject, rpc_id, direction, started,
     duration_ms, status, detail, seq, reply_seq, origin, size}.
-
-    \b
-    Examples:
-      mcptape tail
-      mcptape tail --name 'files*' --method 'tools/*' --slow 500
-      mcptape tail --errors --kind exchange --kind stderr
-      mcptape tail --json | jq 'select(.status != "ok")'
-      mcptape tail --session trace-4bf92f3577b34da6a3ce929d0e0e4736 --last 100
     """
     from sqlalchemy.exc import SQLAlchemyError
 

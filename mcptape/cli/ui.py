@@ -7,9 +7,10 @@ from typing import Any
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.helptext import Command
 
 
-@click.command()
+@click.command(cls=Command)
 @db_option
 @click.option(
     "--host",

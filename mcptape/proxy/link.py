@@ -46,11 +46,12 @@ MockTransport is the model).
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from mcptape.wire.frame import Frame
 
@@ -72,7 +73,8 @@ class LinkEnd:
 
     ``reason``: ``"exited"`` (a process ended; ``exit_code`` is its returncode, negative
     when killed by a signal), ``"closed"`` (the peer closed the connection), ``"error"``
-    (a transport error, see ``detail``) or ``"stopped"`` (we ended it).
+    (a transport error, see ``detail``), ``"unreachable"`` (a remote peer that could not be
+    reached at all: the session never started, see ``detail``) or ``"stopped"`` (we ended it).
     ``stopped_by_us`` says whether mcptape had to signal or cut the peer.
     """
 
@@ -81,6 +83,16 @@ class LinkEnd:
     detail: str | None = None
     stderr_tail: tuple[str, ...] = ()
     stopped_by_us: bool = False
+
+    def stderr_words(self) -> str:
+        """``; its last stderr line: …``, or ``; its stderr says: Error: …`` when the line that
+        says why comes before the last (a stack trace, Node's version footer); empty without stderr."""
+        line = telling_line(self.stderr_tail)
+        if line is None:
+            return ""
+        if line == self.stderr_tail[-1].strip():
+            return f"; its last stderr line: {line}"
+        return f"; its stderr says: {line}"
 
 
 def describe_status(returncode: int | None) -> str:
@@ -103,6 +115,29 @@ def status_sentence(returncode: int | None) -> str:
     if returncode < 0:
         return f"was {describe_status(returncode)}"
     return f"exited with status {returncode}"
+
+
+# Lines of a crash report that say nothing of why: Node's version footer and its hint about
+# --trace-uncaught, and the frames of a JavaScript stack.
+_NOT_TELLING: Final = re.compile(r"Node\.js v\d|\(Use `node --trace")
+_STACK_FRAME: Final = re.compile(r"\s+at\s")
+
+
+def telling_line(tail: Sequence[str]) -> str | None:
+    """The stderr line that says why a server ended: the error above the last stack trace
+    (``Error: ENOENT …`` rather than Node's ``Node.js v20.11.1`` footer under it), else the
+    last line that is not a footer; None when there is none."""
+    lines = [line for line in tail if line.strip() and not _NOT_TELLING.match(line.strip())]
+    if not lines:
+        return None
+    frames = [i for i, line in enumerate(lines) if _STACK_FRAME.match(line)]
+    if frames:
+        start = frames[-1]
+        while start > 0 and _STACK_FRAME.match(lines[start - 1]):
+            start -= 1
+        if start > 0:
+            return lines[start - 1].strip()
+    return lines[-1].strip()
 
 
 def shell_status(returncode: int) -> int:

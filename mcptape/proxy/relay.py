@@ -23,7 +23,8 @@ Lifecycle (:meth:`Relay.run`), every wait bounded:
 
 - the server ends (its output closes): what it still writes reaches the client, every
   client request still pending gets a JSON-RPC error saying how the server ended and
-  its last stderr line, and the session ends ``ok`` or ``error`` with its exit status;
+  the stderr line that says why (:func:`~mcptape.proxy.link.telling_line`), and the session
+  ends ``ok`` or ``error`` with its exit status;
 - the client ends: with ``answer_wait``, the server first sees the end of its input and
   has that long (from its last frame) to answer the requests the client still waits
   for, as it would answer them with nobody between (``echo request | mcptape record --
@@ -438,9 +439,7 @@ class Relay:
         code = end.exit_code
         if code == 0 or (code is None and end.reason == "closed"):
             return Outcome("ok", code, None, stopped_by_us=end.stopped_by_us)
-        error = f"the server {status_sentence(code)}"
-        if end.stderr_tail:
-            error += ": " + " | ".join(end.stderr_tail[-5:])
+        error = f"the server {status_sentence(code)}{end.stderr_words()}"
         return Outcome("error", code, error, stopped_by_us=end.stopped_by_us)
 
     async def _client_ended(self) -> Outcome:
@@ -506,11 +505,13 @@ class Relay:
         if not pending:
             return
         tail = list(end.stderr_tail)
+        if how is None and end.reason == "unreachable" and end.detail:
+            how = f"could not be reached ({end.detail.removeprefix('cannot reach the MCP server at ')})"
         if how is None:
             how = status_sentence(end.exit_code) if end.reason == "exited" else "closed the connection"
         if self.stop_reason:
             how = f"was stopped ({self.stop_reason})"
-        last = f"; its last stderr line: {tail[-1]}" if tail else ""
+        last = end.stderr_words()
         data = {"exitCode": end.exit_code, "stderr": tail[-5:]}
         singles: list[bytes] = []
         batches: dict[int, list[bytes]] = {}

@@ -68,10 +68,12 @@ def session_snapshot(source: Any, ref: str) -> Loaded:
     the server's place are left out: the snapshot is the server's own surface.
     """
     from mcptape.replay.schema_diff import snapshot
-    from mcptape.store.queries import connect, resolve_session, session_frames, short_id
+    from mcptape.replay.tape import session_label
+    from mcptape.store.queries import connect, resolve_session, session_frames
 
     with connect(source) as conn:
-        row = resolve_session(conn, ref)
+        # A name means its latest session that can be compared (one with an exchange).
+        row = resolve_session(conn, ref, replayable=True)
 
         def pairs() -> Iterator[tuple[str, Any]]:
             for frame in session_frames(conn, row["id"]):
@@ -85,8 +87,7 @@ def session_snapshot(source: Any, ref: str) -> Loaded:
                     yield frame.direction, message
 
         snap = snapshot(pairs())
-        name = f"{short_id(row['id'])} ({row['name']})" if row["name"] else short_id(row["id"])
-        return name, snap
+        return session_label(row["id"], row["name"], row["mode"], row["started_at"]), snap
 
 
 def _server(snap: Snapshot) -> str:
@@ -98,6 +99,8 @@ def _server(snap: Snapshot) -> str:
 
 def report_lines(report: Report, a: Loaded, b: Loaded) -> Iterator[str]:
     """The report as text lines."""
+    from mcptape.replay.showdiff import Repeats, long_text_lines
+
     yield f"A: {a[0]}, {_server(a[1])}"
     yield f"B: {b[0]}, {_server(b[1])}"
     for label, method in (
@@ -110,8 +113,18 @@ def report_lines(report: Report, a: Loaded, b: Loaded) -> Iterator[str]:
             yield f"{label}: not compared ({' and '.join(missing)} never listed them)"
     for change in report.changes:
         yield change_line(change)
+        repeats = Repeats()
         for diff in change.pointers:
-            yield f"      {diff['pointer'] or '/'}: {_short(diff, 'a')} -> {_short(diff, 'b')}"
+            where = diff["pointer"] or "/"
+            long = long_text_lines(diff.get("a"), diff.get("b"), ("A", "B"))
+            earlier = repeats.earlier(where, diff.get("a"), diff.get("b"))
+            if earlier is not None:
+                yield f"      {where}: the same difference as {earlier}"
+            elif long is None:
+                yield f"      {where}: {_short(diff, 'a')} -> {_short(diff, 'b')}"
+            else:  # two long texts: where they differ, not both cut from their start
+                yield f"      {where}: {long[0]}"
+                yield from ("        " + line for line in long[1:])
     counts = {
         s: sum(1 for c in report.changes if c.severity == s) for s in ("breaking", "compatible", "differs")
     }

@@ -148,27 +148,47 @@ def _key(row: RowMapping) -> SessionKey:
     return SessionKey(row["id"], row["name"], row["started_at"])
 
 
-def resolve_session(source: Any, ref: str) -> RowMapping:
+def has_requests() -> Any:
+    """A condition on ``sessions``: the client sent at least one request (the session can be
+    replayed and compared)."""
+    return (
+        select(frames.c.seq)
+        .where(
+            frames.c.session_id == sessions.c.id,
+            frames.c.direction == "c2s",
+            frames.c.kind.in_(("request", "batch")),
+        )
+        .exists()
+    )
+
+
+def resolve_session(source: Any, ref: str, *, replayable: bool = False) -> RowMapping:
     """The sessions row ``ref`` names: a full id, a session name (the latest with it), a unique
     id prefix, or ``last`` (the latest started). Raises SessionLookupError otherwise.
 
     A name is looked up as given (a session recorded as ``" files "`` keeps its spaces),
-    then without surrounding spaces."""
+    then without surrounding spaces. ``replayable``: a name or ``last`` means the latest such
+    session in which the client sent a request (``replay``, ``serve`` and ``diff`` compare
+    exchanges: a session recorded again without a client, or whose client never spoke, would
+    compare nothing), else the latest at all."""
     newest_first = (sessions.c.started_at.desc(), sessions.c.id.desc())
     exact = ref
     ref = ref.strip()
     with connect(source) as conn:
 
-        def first(*where: Any) -> RowMapping | None:
+        def latest(*where: Any) -> RowMapping | None:
             query = select(sessions).where(*where).order_by(*newest_first).limit(1)
             return conn.execute(query).mappings().first()
+
+        def first(*where: Any) -> RowMapping | None:
+            return (replayable and latest(*where, has_requests())) or latest(*where)
 
         if ref == LAST:
             row = first()
             if row is None:
                 raise UnknownSessionError(unknown_message(ref, []), [])
             return row
-        row = first(sessions.c.id == ref)
+        row = latest(sessions.c.id == ref)
         if row is None:  # a name as typed, spaces and all, before the name without them
             row = first(sessions.c.name == exact) or first(sessions.c.name == ref)
         if row is not None:
@@ -198,6 +218,7 @@ def resolve_session(source: Any, ref: str) -> RowMapping:
 LISTED_COLUMNS: Final = (
     "id", "name", "mode", "transport", "upstream", "started_at", "ended_at", "status", "exit_code",
     "protocol_version", "client_name", "client_version", "server_name", "server_version", "pid",
+    "replay_of",
 )  # fmt: skip
 
 
@@ -223,7 +244,8 @@ def iter_sessions(
     on the ``sessions`` table (SQLAlchemy expressions).
 
     Frames are counted for the sessions listed only: ``-n 5`` of 100,000 sessions counted
-    the frames of all of them first (1.4 s on 5 million frames, now 0.1 s).
+    the frames of all of them first (1.4 s on 5 million frames, now 0.1 s). A replay or a
+    served session comes with ``replay_of_name``: the name of the recording it played.
     """
     chosen = select(*(sessions.c[column] for column in LISTED_COLUMNS))
     if name is not None:
@@ -236,7 +258,9 @@ def iter_sessions(
     frame_count = (
         select(func.count()).select_from(frames).where(frames.c.session_id == listed.c.id).scalar_subquery()
     )
-    query = select(listed, frame_count.label("frames")).order_by(
+    original = sessions.alias("original")
+    played = select(original.c.name).where(original.c.id == listed.c.replay_of).scalar_subquery()
+    query = select(listed, frame_count.label("frames"), played.label("replay_of_name")).order_by(
         listed.c.started_at.desc(), listed.c.id.desc()
     )
     with connect(source) as conn:

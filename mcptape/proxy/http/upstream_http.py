@@ -151,6 +151,8 @@ class HttpClientLink(LoopLink):
                 self._get_open = None
             try:
                 await self._post(frame, first)
+                if self._unreachable is not None:
+                    return
             except Fallback as fallback:
                 while not self._queue.empty():
                     more = self._queue.get_nowait()
@@ -194,8 +196,10 @@ class HttpClientLink(LoopLink):
                 raise Fallback(0, [frame]) from exc
             why = unreachable(self.url, exc)
             self.emit("error", why, {"url": self.url})
-            await self.fail_request(frame, why)
+            if not await self.give_up_unreached(why, [frame]):
+                await self.fail_request(frame, why)
             return
+        self.reached()
         self._learn_session(response)
         status = response.status
         if first and self.probe and 400 <= status < 500 and status not in (401, 403):

@@ -76,9 +76,11 @@ class SseClientLink(LoopLink):
         try:
             response = await self._http.get(self.url, headers=headers)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            await self._give_up(unreachable(self.url, exc))
+            self._unreachable = unreachable(self.url, exc)  # nothing was ever reached here
+            await self._give_up(self._unreachable)
             self._endpoint_known.set()
             return
+        self.reached()
         ctype = response.headers.get("Content-Type", "")
         if response.status != 200 or media_type(ctype) != "text/event-stream":
             response.release()
