@@ -243,7 +243,7 @@ def test_the_demo_and_every_readme_query_run_on_postgresql(postgres: Postgres, t
     assert demo.returncode == 0, demo.stderr
     assert "fail               1" in demo.stdout.replace("  ", "  ") or "fail" in demo.stdout
     queries = readme_queries()
-    assert len(queries) >= 5  # the tour's four and the team section's conversations
+    assert len(queries) >= 5  # the tour's four, the team section's conversations, and more
     for query in queries:
         proc = checkout.run(f"mcptape sql --db {shlex.quote(url)} {shlex.quote(query)}", activated=True)
         assert proc.returncode == 0, (query, proc.stderr)

@@ -40,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "unwrap": "mcptape.cli.wrap:unwrap",
     "demo": "mcptape.cli.demo:demo",
     "debug-script": "mcptape.cli.debug_script:debug_script",
+    "mcp": "mcptape.cli.mcp:mcp",
 }
 
 

@@ -10,7 +10,13 @@ import click
 
 from mcptape.cli.common import UserError, db_option, otlp_option
 from mcptape.cli.helptext import Command
-from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
+from mcptape.cli.rule_options import (
+    declare_option,
+    fault_options,
+    faults_from_cli,
+    rule_options,
+    rules_from_cli,
+)
 
 if TYPE_CHECKING:
     from mcptape.gateway.sealed import Sealer
@@ -119,6 +125,7 @@ if TYPE_CHECKING:
 )
 @rule_options
 @declare_option
+@fault_options
 @otlp_option
 def proxy(
     config_path: str | None,
@@ -140,6 +147,8 @@ def proxy(
     roots: tuple[str, ...],
     inject: str | None,
     declare_capabilities: bool,
+    fault: tuple[str, ...],
+    faults_file: str | None,
     otlp: str | None,
 ) -> None:
     """Serve every registered MCP server over HTTP, recording every session.
@@ -179,10 +188,16 @@ def proxy(
     the gateway runs each session itself (its own session ids), so that it
     can answer the server's requests.
 
+    Faults (--fault, --faults) work as for `record`, in every session; they
+    too need the gateway to run each session itself. `cut` ends the SSE
+    stream the frame would go on (the session goes on; a client may resume
+    it with Last-Event-ID).
+
     \b
     More examples:
       mcptape proxy --redact /params/arguments/password \\
           --redact X-Session-Secret
+      mcptape proxy --fault 'tools/call=error:-32603,p=0.1'
     """
     host, port = _parse_listen(listen)
     header_names, json_paths = _redactions(redact_names)
@@ -191,6 +206,7 @@ def proxy(
         raise UserError(
             "--declare-capabilities needs rules to declare: --handle-sampling, --handle-elicitation, --roots or --inject"
         )
+    faults = faults_from_cli(fault, faults_file)
     from mcptape.gateway.security import TOKEN_ENV, is_loopback, new_token
 
     if not is_loopback(host):
@@ -209,7 +225,7 @@ def proxy(
     from mcptape.terminal import safe
 
     try:
-        registry = known_upstreams(config_path)
+        registry = known_upstreams(config_path, db=db)
         problems = read_registry(config_path).problems if config_path is not None else {}
     except ConfigError as exc:
         raise UserError(str(exc)) from exc
@@ -242,6 +258,7 @@ def proxy(
         extra_origins=allow_origins,
         rules=rules if rules else None,
         declare_capabilities=declare_capabilities,
+        faults=faults,
         max_sessions=max_sessions,
         replica=replica,
         sealer=sealer,

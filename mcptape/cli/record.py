@@ -12,7 +12,13 @@ import click
 from mcptape.cli.common import UserError, db_option, otlp_option
 from mcptape.cli.helptext import Command
 from mcptape.cli.replay_options import remote_options
-from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
+from mcptape.cli.rule_options import (
+    declare_option,
+    fault_options,
+    faults_from_cli,
+    rule_options,
+    rules_from_cli,
+)
 
 
 @click.command(
@@ -70,6 +76,7 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
 @remote_options("Record a remote MCP server at URL instead of COMMAND (streamable HTTP or legacy SSE).")
 @rule_options
 @declare_option
+@fault_options
 @otlp_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
 def record(
@@ -86,6 +93,8 @@ def record(
     roots: tuple[str, ...],
     inject: str | None,
     declare_capabilities: bool,
+    fault: tuple[str, ...],
+    faults_file: str | None,
     url: str | None,
     transport: str | None,
     header_flags: tuple[str, ...],
@@ -139,12 +148,14 @@ def record(
       mcptape record --handle-sampling auto --handle-elicitation decline -- ./srv
       mcptape record --url http://127.0.0.1:3001/mcp \\
           --header 'Authorization: Bearer ${TOKEN}'
+      mcptape record --fault 'tools/call=delay:3000,p=0.3,seed=1' -- ./srv
     """
     rules = rules_from_cli(handle_sampling, handle_elicitation, roots, inject)
     if declare_capabilities and not rules:
         raise UserError(
             "--declare-capabilities needs rules to declare: --handle-sampling, --handle-elicitation, --roots or --inject"
         )
+    faults = faults_from_cli(fault, faults_file)
     import asyncio
 
     from mcptape.cli.record_run import RecordPlan, run_record
@@ -165,6 +176,7 @@ def record(
             transport=remote[2],
             rules=rules,
             declare_capabilities=declare_capabilities,
+            faults=faults,
             otlp=otlp,
         )
         sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
@@ -185,6 +197,7 @@ def record(
         on_store_error=on_store_error,
         rules=rules,
         declare_capabilities=declare_capabilities,
+        faults=faults,
         otlp=otlp,
     )
     sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))

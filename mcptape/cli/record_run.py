@@ -25,6 +25,7 @@ from mcptape.redact import redact_command
 from mcptape.terminal import say as _say
 
 if TYPE_CHECKING:
+    from mcptape.rules.faults import FaultSet
     from mcptape.rules.rules import Rules
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -46,6 +47,7 @@ class RecordPlan:
     on_store_error: str = "fail"
     rules: Rules | None = None  # injection rules: mcptape answers server requests they match
     declare_capabilities: bool = False
+    faults: FaultSet | None = None  # fault rules: frames mcptape disturbs on purpose
     # A remote upstream (``record --url``): makes the server-facing link instead of spawning argv.
     upstream_link: Callable[[], Link] | None = None
     transport: str = "stdio->stdio"
@@ -63,6 +65,7 @@ async def run_record(plan: RecordPlan) -> int:
         store=OwnStore(plan.db),
         rules=plan.rules,
         declare_capabilities=plan.declare_capabilities,
+        faults=plan.faults,
         forwards_without_store=plan.on_store_error != "fail",
         grace=plan.grace,
         answer_wait=plan.answer_wait,

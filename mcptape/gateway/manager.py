@@ -35,6 +35,7 @@ from mcptape.wire.protocol import CANCELLED
 if TYPE_CHECKING:
     from mcptape.gateway.sealed import Sealer
     from mcptape.gateway.store import GatewayStore
+    from mcptape.rules.faults import FaultSet
     from mcptape.rules.rules import Rules
 
 
@@ -74,6 +75,7 @@ class GatewayConfig:
     extra_origins: tuple[str, ...] = ()
     rules: Rules | None = None  # injection rules: every session gets an Injector
     declare_capabilities: bool = False
+    faults: FaultSet | None = None  # fault rules: every session gets the faults addon
     # Each session may be a process: a client that opens sessions and never ends them
     # must meet a clear refusal before the machine runs out of memory or descriptors.
     max_sessions: int = 100
@@ -353,9 +355,10 @@ class RegistryUpstreams:
         return name in self.config.registry
 
     def passes_through(self, name: str) -> UpstreamSpec | None:
-        """Streamable HTTP both sides: requests pass through, unless injection rules need a relay."""
+        """Streamable HTTP both sides: requests pass through, unless injection or fault rules need a relay."""
         spec = self.config.registry[name]
-        return spec if spec.transport == "http" and self.config.rules is None else None
+        relayed = self.config.rules is not None or self.config.faults is not None
+        return spec if spec.transport == "http" and not relayed else None
 
     def plan(self, spec: UpstreamSpec, transport: str) -> SessionPlan:
         return SessionPlan(
@@ -366,6 +369,7 @@ class RegistryUpstreams:
             store=self.store,
             rules=self.config.rules,
             declare_capabilities=self.config.declare_capabilities,
+            faults=self.config.faults,
             grace=self.config.grace,
             otlp=self.config.otlp,
             replica=self.config.replica_name(),

@@ -150,7 +150,7 @@ class Link(Protocol):
     """A channel of frames to and from one peer; see the module docstring for the contract.
 
     The last four methods are optional abilities: :class:`LinkBase` gives each a
-    default that does nothing, and the relay calls them on every link.
+    default (nothing, but for ``cut``), and the relay calls them on every link.
     """
 
     name: str
@@ -173,6 +173,8 @@ class Link(Protocol):
 
     def watch_transport(self, settled: Callable[[str], None]) -> None: ...
 
+    def cut(self, frame: Frame) -> bool: ...
+
 
 class LinkBase:
     """The optional abilities of a link, with their defaults; every link derives from it.
@@ -194,6 +196,12 @@ class LinkBase:
     ``watch_transport(settled)``
         ``settled(name)`` is called once the transport actually used is known, when the
         link chose it at run time (``auto``: streamable HTTP, or legacy SSE after a refusal).
+    ``cut(frame) -> bool``
+        A fault mcptape injects (:mod:`mcptape.proxy.addons.faults`): end what would carry
+        ``frame`` to the peer, without it. By default the whole connection: the peer sees
+        end of input (:meth:`Link.close_send`), and True says the link is cut off. A link
+        with several streams (streamable HTTP) ends only the one the frame would go on and
+        returns False. Any thread.
     """
 
     name: str = "link"
@@ -209,6 +217,10 @@ class LinkBase:
 
     def watch_transport(self, settled: Callable[[str], None]) -> None:
         return None
+
+    def cut(self, frame: Frame) -> bool:
+        self.close_send()  # type: ignore[attr-defined]
+        return True
 
     @classmethod
     def prepares(cls) -> bool:

@@ -16,7 +16,8 @@ the loop awaits it; nothing ever blocks the event loop.
 mcptape's own messages: :meth:`Relay.send` sends a frame mcptape wrote (recorded with
 origin ``proxy``); :meth:`Relay.request` sends a request in an id space of mcptape's own
 (``"mcptape-N"``) and returns the reply, which is recorded and never forwarded
-(injection retries, replay, the ``call`` client).
+(injection retries, replay, the ``call`` client). :meth:`Relay.cut` cuts the client's
+connection where a frame would have gone (an injected fault).
 
 Lifecycle (:meth:`Relay.run`), every wait bounded:
 
@@ -102,6 +103,7 @@ class Relay:
         # progress, time.monotonic(); log lines and other chatter do not count.
         self._draining = False
         self._heard = 0.0
+        self._cut = False  # the client's connection was cut (a fault): it reads nothing more
         self.stop_reason: str | None = None
         self.server_end: LinkEnd | None = None
         self._pending: Pending = {}  # client requests forwarded and not yet answered
@@ -275,14 +277,37 @@ class Relay:
     # -- mcptape's own messages -------------------------------------------------------
 
     async def send(self, frame: Frame) -> None:
-        """Send a frame mcptape wrote toward its direction's peer, recording it (origin proxy)."""
+        """Send a frame mcptape wrote toward its direction's peer, recording it (origin proxy).
+
+        It counts as forwarded: an answer mcptape gives in the server's place settles the
+        client's request, and a client request mcptape sends late (a delayed frame) is
+        answered with an error if the server ends without answering it.
+        """
+        await self._send_own(frame, track=True)
+
+    async def _send_own(self, frame: Frame, *, track: bool) -> None:
         frame.origin = "proxy"
-        if frame.direction == "s2c" and frame.kind in ("response", "error", "batch"):
-            # an answer mcptape gives in the server's place settles the client's request
+        if track:
             self._track(frame)
         pending = self._send_recorded(frame)
         if pending is not None:
             await pending
+
+    def cut(self, frame: Frame) -> None:
+        """Cut the client's connection where ``frame`` (not sent) would have gone: a fault mcptape injects.
+
+        The client-facing link ends what would carry the frame (:meth:`LinkBase.cut`);
+        when that is the whole connection (stdio), the session ends as if the client had
+        left, without waiting for answers it can no longer read. Any thread.
+        """
+        try:
+            whole = self.client.cut(frame)
+        except Exception:  # a link that cannot cut is cut off altogether
+            self.client.close_send()
+            whole = True
+        if whole:
+            self._cut = True
+            self._end("c2s", "cut")
 
     async def request(
         self,
@@ -306,7 +331,8 @@ class Relay:
         key = f"{opposite(direction)}:{orjson.dumps(rid).decode()}"
         self._own[key] = (loop, future)
         try:
-            await self.send(Frame(orjson.dumps(message), direction, origin="proxy"))
+            # Not tracked: the reply is intercepted (deliver) and never settles a peer's request.
+            await self._send_own(Frame(orjson.dumps(message), direction, origin="proxy"), track=False)
             return await asyncio.wait_for(future, timeout)
         finally:
             self._own.pop(key, None)
@@ -436,7 +462,7 @@ class Relay:
         True when it gave up on requests still pending (silence or a stop); a server that
         ends on its own without answering leaves the client no answer, as it would directly.
         """
-        if self.answer_wait <= 0 or not self._pending:
+        if self.answer_wait <= 0 or not self._pending or self._cut:
             return False
         assert self._stop is not None
         self.server.close_send()

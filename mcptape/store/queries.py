@@ -237,8 +237,11 @@ def session_names(source: Any) -> list[str]:
         return [name for (name,) in conn.execute(query)]
 
 
-def iter_sessions(source: Any, *, limit: int | None = None, name: str | None = None) -> Iterator[RowMapping]:
-    """:func:`list_sessions` fetched as consumed, in constant memory.
+def iter_sessions(
+    source: Any, *, limit: int | None = None, name: str | None = None, where: Sequence[Any] = ()
+) -> Iterator[RowMapping]:
+    """:func:`list_sessions` fetched as consumed, in constant memory; ``where``: more conditions
+    on the ``sessions`` table (SQLAlchemy expressions).
 
     Frames are counted for the sessions listed only: ``-n 5`` of 100,000 sessions counted
     the frames of all of them first (1.4 s on 5 million frames, now 0.1 s). A replay or a
@@ -247,6 +250,8 @@ def iter_sessions(source: Any, *, limit: int | None = None, name: str | None = N
     chosen = select(*(sessions.c[column] for column in LISTED_COLUMNS))
     if name is not None:
         chosen = chosen.where(sessions.c.name == name)
+    if where:
+        chosen = chosen.where(*where)
     if limit is not None:
         chosen = chosen.order_by(sessions.c.started_at.desc(), sessions.c.id.desc()).limit(limit)
     listed = chosen.subquery("listed")

@@ -271,8 +271,10 @@ class Recorder:
             self._put("update", (fields,), 256)
 
     def event(self, session: SessionContext, kind: str, text: str | None, data: object) -> None:
+        # Stamped now: one held while the store opens must not take the time it is written
+        # (it would leave the frames it happened beside).
         with self._lock:
-            self._put("event", (kind, text, data), len(text or "") + 64)
+            self._put("event", (kind, text, data, time.time()), len(text or "") + 64)
 
     def session_end(self, session: SessionContext, outcome: Outcome) -> None:
         fields = {

@@ -273,6 +273,26 @@ class HttpSessionLink(DownstreamLink):
         for stream in streams:
             stream.close()
 
+    def cut(self, frame: Frame) -> bool:
+        """End the SSE stream ``frame`` would go on, without it (a fault); the session goes on.
+
+        A request's POST stream ends for good (what the server still sends for it is kept
+        on it for ``Last-Event-ID``); the GET stream's response ends and the client may
+        open it again. A client request is cut on the stream its answer would take.
+        """
+        message = frame.message
+        with self._lock:
+            if frame.direction == "c2s":
+                key = self.router.carrier(message) if message is not None else None
+            else:
+                key = self.router.route(message) if message is not None else None
+            if key is not None and key in self.streams and key != "g":
+                self.router.cut(key)
+                self._retire(key)
+                return False
+        self.get_stream.hang_up()
+        return False
+
 
 class SseSessionLink(DownstreamLink):
     """One legacy HTTP+SSE session: everything the server sends goes on the one event stream."""
@@ -287,3 +307,8 @@ class SseSessionLink(DownstreamLink):
 
     def _close_streams(self) -> None:
         self.stream.close()
+
+    def cut(self, frame: Frame) -> bool:
+        """Legacy SSE has one stream and no resumption: cutting it cuts the session off."""
+        self.close_send()
+        return True

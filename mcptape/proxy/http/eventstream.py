@@ -119,6 +119,7 @@ class EventStream:
         self.progress_at = time.monotonic()  # when a client last took bytes of this stream
         self.let_go = False  # closed, and what it sent is no longer kept (a resumption is a 404)
         self._abort: Callable[[], None] | None = None
+        self._hangups = 0  # hang_up() ends the response being written; the stream itself goes on
         self._lock = threading.Lock()
         self._changed = asyncio.Event()
         self._room = asyncio.Event()
@@ -185,6 +186,11 @@ class EventStream:
     def close(self) -> None:
         self.closed = True
         self._on_loop(self._room.set)
+        self._notify()
+
+    def hang_up(self) -> None:
+        """End the response now writing this stream (a fault): its events stay, a client may come back."""
+        self._hangups += 1
         self._notify()
 
     # -- the client's side --------------------------------------------------------------
@@ -264,11 +270,14 @@ class EventStream:
         response is ended); else False.
         """
         sent = after
+        hangups = self._hangups
         with self._lock:
             gap = self._gap_before(after)
         if gap is not None:
             await write(gap)
         while True:
+            if self._hangups != hangups:
+                return False
             with self._lock:
                 batch, more = self._take(sent)
             if batch:
@@ -291,7 +300,7 @@ class EventStream:
             self._changed.clear()
             with self._lock:
                 ready = bool(self._take(sent)[0])
-            if ready or self.closed:
+            if ready or self.closed or self._hangups != hangups:
                 continue
             await self._changed.wait()
 
