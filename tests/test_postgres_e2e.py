@@ -585,6 +585,16 @@ def test_every_query_the_readme_and_the_demo_print_answers_alike_on_sqlite_and_p
             load_corpus(store, CORPUS_FILE)
             session_id = load_corpus(store, CORPUS_FILE)
             store.update_session(session_id, name="demo", started_at=T0 + 1)
+            # The README's faults query needs an injected fault (as the faults addon records it).
+            writer = store.writer()
+            writer.add_event(
+                session_id,
+                "fault",
+                "fault drop: #4 c2s request tools/call echo dropped",
+                data={"seq": 4, "action": "drop", "role": "dropped", "rule": "tools/call=drop"},
+                ts=T0 + 2,
+            )
+            writer.close()
     for query in printed_queries():
         answers = []
         for db in (lite, database.url):
