@@ -195,7 +195,13 @@ def _shared(op: Operation) -> dict[str, Any]:
 
 def span_attributes(op: Operation) -> dict[str, Any]:
     """Every attribute of the operation's span."""
-    attrs = _shared(op)
+    return attributes(op)[0]
+
+
+def attributes(op: Operation) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The attributes of the operation's span, and of its histogram point (a part of them)."""
+    shared = _shared(op)
+    attrs = dict(shared)
     request_id = id_attribute(op.rpc_id)
     if request_id is not None:
         attrs["jsonrpc.request.id"] = request_id
@@ -211,7 +217,7 @@ def span_attributes(op: Operation) -> dict[str, Any]:
         attrs["mcptape.mode"] = session.mode
     if op.answered_by is not None:
         attrs["mcptape.answered_by"] = op.answered_by
-    return attrs
+    return attrs, shared
 
 
 def metric_attributes(op: Operation) -> dict[str, Any]:
