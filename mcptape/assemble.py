@@ -19,7 +19,15 @@ The addon chain, built by :func:`default_addons` in this order (mitmproxy's
    decides in ``frame`` (answers a server's sampling, elicitation or roots request in
    the client's place) and starts its retries of ``input_required`` results in
    ``frame_done``, after the recorder has recorded the result they answer.
-3. **the OTLP exporter** (:mod:`mcptape.proxy.addons.otlp`), with ``--otlp URL`` only:
+3. **the faults** (:mod:`mcptape.proxy.addons.faults`), with fault rules only: decides
+   in ``frame`` (drops, holds, answers with an error, replaces) and, in ``frame_done``,
+   records the fault beside the frame (the recorder has given it its ``seq``) and
+   schedules what it sends late. The last decider, because a fault stands for trouble
+   on the wire between mcptape and a peer: it touches what mcptape would put on the
+   wire, after the injector has answered what it answers in the client's place (mcptape's own
+   answers are never faulted), and the injector sees every frame as the peer sent it,
+   so its bookkeeping (calls in flight, retries) is whole whatever a fault does.
+4. **the OTLP exporter** (:mod:`mcptape.proxy.addons.otlp`), with ``--otlp URL`` only:
    a ``frame_done`` observer that queues each frame for OpenTelemetry export (O(1); the
    spans are made on its sink's thread). Last, so that it sees what every decider did;
    its drop count is written through the recorder as an ``otlp_dropped`` event.
@@ -52,10 +60,12 @@ from mcptape.proxy.link import Link
 from mcptape.proxy.relay import Relay
 
 if TYPE_CHECKING:
+    from mcptape.proxy.addons.faults import Faults
     from mcptape.proxy.addons.injector import Injector
+    from mcptape.rules.faults import FaultSet
     from mcptape.rules.rules import Rules
 
-MODES = ("record", "proxy", "call", "replay", "serve", "probe")
+MODES = ("record", "proxy", "call", "client", "replay", "serve", "probe")
 
 
 class SessionStore(Protocol):
@@ -111,6 +121,7 @@ class SessionPlan:
     store: StoreSource | None = None
     rules: Rules | None = None
     declare_capabilities: bool = False
+    faults: FaultSet | None = None  # fault rules: frames mcptape disturbs on purpose
     # Whether the session goes on when its store cannot be opened (record's
     # --on-store-error forward, and every mode but record): what the warning says.
     forwards_without_store: bool = True
@@ -137,6 +148,10 @@ def default_addons(plan: SessionPlan, recorder: Recorder | None) -> list[object]
         from mcptape.proxy.addons.injector import Injector
 
         addons.append(Injector(plan.rules, declare=plan.declare_capabilities))
+    if plan.faults:
+        from mcptape.proxy.addons.faults import Faults
+
+        addons.append(Faults(plan.faults))
     if plan.otlp:
         from mcptape.proxy.addons.otlp import OtlpExporter
 
@@ -253,9 +268,8 @@ def assemble(
     if client is not None and server is not None:
         relay = Relay(client, server, addons, context, grace=plan.grace, answer_wait=plan.answer_wait)
         session.relay = relay
-        injector = _injector(addons)
-        if injector is not None:
-            injector.use_relay(relay)  # its retries are requests of the relay's own
+        for addon in _using_relay(plan, addons):
+            addon.use_relay(relay)  # the injector's retries, the faults' late frames and cuts
     elif client is None and server is None:
         # Without a relay to start it (the pass-through records what its caller hands the
         # addons), the session starts now.
@@ -265,7 +279,11 @@ def assemble(
     return session
 
 
-def _injector(addons: AddonManager) -> Injector | None:
+def _using_relay(plan: SessionPlan, addons: AddonManager) -> list[Injector | Faults]:
+    """The addons that send frames of their own through the relay."""
+    if not (plan.rules or plan.faults):
+        return []  # nothing to import: a plain recorder starts sooner
+    from mcptape.proxy.addons.faults import Faults
     from mcptape.proxy.addons.injector import Injector
 
-    return next((a for a in addons.addons if isinstance(a, Injector)), None)
+    return [a for a in addons.addons if isinstance(a, Injector | Faults)]

@@ -26,11 +26,18 @@ What counts as a secret (case-insensitive, ``_`` and ``-`` alike):
   ``AIza…``, ``AKIA…``, JWTs);
 - headers: ``Authorization``, ``Proxy-Authorization`` (the scheme is kept:
   ``Bearer «redacted:…»``), ``Cookie``, ``Set-Cookie``, ``X-Api-Key``, ``Api-Key``,
-  ``*-Token``, ``*-Key``, ``*-Secret`` and the names the user adds;
+  ``*-Token``, ``*-Key``, ``*-Secret``, ``Mcp-Session-Id`` (whoever holds a session id
+  can use the session) and the names the user adds; likewise a ``session_id`` or
+  ``sessionId`` query parameter (a legacy SSE endpoint's);
 - in JSON-RPC messages, the values at the JSON paths the user names
   (:func:`parse_json_path`, :func:`redact_json_paths`): JSON Pointers (RFC 6901)
   where a ``*`` segment stands for any key or index, e.g. ``/params/arguments/password``
   or ``/result/content/*/text``.
+
+Redaction fails closed: a message it cannot read (not JSON, nested deeper than it can
+follow) raises :class:`Unreadable`, and the recording keeps only
+:func:`withheld_message` in its place: its kind, method and id, its size and a
+:func:`digest` (keyed like the placeholders), never its content.
 """
 
 from __future__ import annotations
@@ -47,6 +54,8 @@ from typing import Any, Final
 __all__ = [
     "PLACEHOLDER",
     "SECRET_WORDS",
+    "Unreadable",
+    "digest",
     "is_secret_env_name",
     "is_secret_flag",
     "is_secret_header",
@@ -57,6 +66,7 @@ __all__ = [
     "redact_json_paths",
     "redact_text",
     "redact_url",
+    "withheld_message",
 ]
 
 _KEY: Final = secrets.token_bytes(32)
@@ -77,8 +87,10 @@ _ANYWHERE: Final = frozenset({"password", "passwd", "secret", "secrets", "token"
 _NOT_SECRET: Final = frozenset({"pwd", "oldpwd"})
 
 _SECRET_HEADERS: Final = frozenset(
-    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"}
+    {"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "mcp-session-id"}
 )
+# Query parameters that carry a session id (legacy SSE endpoints): a credential like a token.
+_SESSION_PARAMS: Final = frozenset({"session_id", "sessionid"})
 _AUTH_HEADERS: Final = frozenset({"authorization", "proxy-authorization"})
 
 _USERINFO: Final = re.compile(
@@ -169,7 +181,8 @@ def redact_url(url: str) -> str:
         return f"{m.group('scheme')}{_hide(m.group('user'))}@"
 
     def param(m: re.Match[str]) -> str:
-        if not _secret_name(m.group("name")):
+        name = m.group("name")
+        if not (_secret_name(name) or name.lower() in _SESSION_PARAMS):
             return m.group(0)
         return f"{m.group('lead')}{m.group('name')}={_hide(m.group('value'))}"
 
@@ -312,19 +325,30 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+class Unreadable(ValueError):
+    """A message redaction cannot read: what it holds must not be recorded (fail closed)."""
+
+
 def redact_json_paths(data: bytes, paths: Iterable[JsonPath], found: list[str] | None = None) -> bytes | None:
     """A JSON-RPC message (or each message of a batch) with the values at ``paths`` replaced
-    by placeholders; None when nothing matched (or ``data`` is not JSON): keep the bytes as
-    they are. A redacted message is re-encoded compactly (keys in their order, numbers
-    with their values). The strings hidden are appended to ``found`` when it is given."""
+    by placeholders; None when nothing matched: keep the bytes as they are. A redacted
+    message is re-encoded compactly (keys in their order, numbers with their values, bytes
+    that are not UTF-8 as they were). The strings hidden are appended to ``found`` when it
+    is given. Raises :class:`Unreadable` for what is not JSON or is nested too deep to read.
+    """
     paths = list(paths)
     if not paths:
         return None
+    # Bytes that are not UTF-8 stand for themselves (as peers read such a message, leniently):
+    # a Latin-1 byte elsewhere must not keep a password from being found.
+    text = data.decode("utf-8", "surrogateescape")
     try:
         # The standard library, not orjson: integers beyond 64 bits (ids) must stay exact.
-        message = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return None
+        message = json.loads(text)
+    except RecursionError:
+        raise Unreadable("nested deeper than redaction can follow") from None
+    except ValueError as exc:
+        raise Unreadable(f"not JSON ({getattr(exc, 'msg', exc)})") from None
     changed = False
     for item in message if isinstance(message, list) else [message]:
         for path in paths:
@@ -332,4 +356,25 @@ def redact_json_paths(data: bytes, paths: Iterable[JsonPath], found: list[str] |
             changed |= hit
     if not changed:
         return None
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    out = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return out.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate written as an escape in the message
+        return out.encode("utf-8", "surrogatepass")
+
+
+def digest(data: bytes) -> str:
+    """A keyed digest of bytes (see :func:`placeholder`): equal within a process, unguessable across."""
+    return "hmac-sha256:" + hmac.new(_KEY, data, hashlib.sha256).hexdigest()[:16]
+
+
+def withheld_message(data: bytes, why: str, rpc_id: str | None, method: str | None) -> bytes:
+    """What is recorded in place of a message redaction could not read: valid JSON that keeps
+    its id (``rpc_id``, its JSON text) and method, and says why, its size and :func:`digest`."""
+    note = json.dumps({"reason": why, "bytes": len(data), "digest": digest(data)}, ensure_ascii=False)
+    out = '{"jsonrpc":"2.0"'
+    if rpc_id is not None:
+        out += ',"id":' + rpc_id
+    if method is not None:
+        out += ',"method":' + json.dumps(method, ensure_ascii=False)
+    return (out + ',"mcptape_withheld":' + note + "}").encode("utf-8", "surrogatepass")

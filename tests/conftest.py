@@ -13,13 +13,17 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.helpers.process_guard import ProcessGuard
+
+if TYPE_CHECKING:
+    from mcptape.store import Store
+    from tests.helpers.conversations import Conversations
 
 # Cached bytecode: with PYTHONDONTWRITEBYTECODE set (some shells and images set it) every
 # collection rewrites and compiles every test module again, and every `mcptape` process a
@@ -84,3 +88,21 @@ def node() -> str:
             "node is not on PATH: these tests run real Node.js scripts; install Node.js 18+ (.ci/run does)."
         )
     return found
+
+
+@pytest.fixture
+def conversations(db_path: Path) -> Conversations:
+    """Conversations across sessions and replicas (tests/helpers/conversations.py), in ``db_path``."""
+    from tests.helpers.conversations import build_conversations
+
+    return build_conversations(db_path)
+
+
+@pytest.fixture
+def conversations_store(db_path: Path, conversations: Conversations) -> Iterator[Store]:
+    """The store holding :func:`conversations`, opened for the test."""
+    from mcptape.store import open_store
+
+    opened = open_store(str(db_path), create=False)
+    yield opened
+    opened.close()

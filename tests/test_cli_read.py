@@ -47,11 +47,12 @@ def run_process(*args: str, env: dict[str, str] | None = None) -> subprocess.Com
 def test_sessions_lists_latest_first_with_frames_duration_and_status(corpus_db: Any) -> None:
     db, ids = corpus_db
     lines = run(db, "sessions").output.splitlines()
-    assert lines[0].split() == ["id", "name", "status", "started", "duration", "frames", "upstream"]
+    assert lines[0].split() == ["id", "name", "mode", "status", "started", "took", "frames", "server"]
     started = time.strftime("%Y-%m-%d", time.localtime(BASE + 200))  # another year: the date alone
-    assert lines[2].split() == [ids["py2026"][:12], "py2026", "ok", started, "0.68s", "6", *UPSTREAM.split()]
+    row = [ids["py2026"][:12], "py2026", "record", "ok", started, "0.68s", "6", *UPSTREAM.split()]
+    assert lines[2].split() == row
     assert [line.split()[1] for line in lines[2:]] == ["py2026", "everything-py", "everything-ts"]
-    assert lines[4].split()[2:6] == ["ok", time.strftime("%Y-%m-%d", time.localtime(BASE)), "1.35s", "47"]
+    assert lines[4].split()[3:7] == ["ok", time.strftime("%Y-%m-%d", time.localtime(BASE)), "1.35s", "47"]
 
 
 def test_a_narrow_terminal_cuts_the_upstream_first_and_never_ids(corpus_db: Any) -> None:
@@ -59,9 +60,10 @@ def test_a_narrow_terminal_cuts_the_upstream_first_and_never_ids(corpus_db: Any)
     lines = run(db, "sessions", columns=80).output.splitlines()
     assert all(len(line) <= 80 for line in lines)
     day = time.strftime("%Y-%m-%d", time.localtime(BASE))
+    # The server (upstream) is cut first, to its header's width; then a long name, then the status.
     assert (
         lines[4]
-        == f"{ids['everything-ts'][:12]}  everything-ts  ok      {day}  1.35s         47  npx -y @mode…"
+        == f"{ids['everything-ts'][:12]}  everything-ts  record  ok      {day}  1.35s      47  npx -y …"
     )
 
 
@@ -89,11 +91,12 @@ def test_sessions_on_an_empty_database_prints_the_header_and_says_so(db_path: Pa
     assert result.stdout.splitlines()[0].split() == [
         "id",
         "name",
+        "mode",
         "status",
         "started",
-        "duration",
+        "took",
         "frames",
-        "upstream",
+        "server",
     ]
     assert "no sessions in" in result.stderr
 
@@ -265,13 +268,13 @@ def test_sql_table_and_nl_formats(corpus_db: Any) -> None:
     assert json.loads(nl) == {"n": 63, "absent": None}
 
 
-def test_sql_help_lists_the_columns_each_view_really_has(corpus_db: Any) -> None:
+def test_sql_help_all_lists_the_columns_each_view_really_has(corpus_db: Any) -> None:
     db, _ = corpus_db
-    help_text = " ".join(run(db, "sql", "--help").output.split())
+    help_text = " ".join(run(db, "sql", "--help-all").output.split())
     for view in ("exchanges", "tool_calls", "log_messages", "server_requests"):
         columns = json.loads(run(db, "sql", f"select * from {view} limit 1", "--json").output)[0]
         for column in columns:
-            assert column in help_text, f"{view}.{column} is missing from `mcptape sql --help`"
+            assert column in help_text, f"{view}.{column} is missing from `mcptape sql --help-all`"
 
 
 @pytest.mark.slow
@@ -377,7 +380,9 @@ def test_a_name_means_the_latest_session_with_that_name(db_path: Path) -> None:
 def test_unknown_session_is_a_one_line_error_naming_the_latest(corpus_db: Any) -> None:
     db, ids = corpus_db
     proc = run_process("show", "no-such-session", "--db", str(db))
-    assert_one_line_error(proc, "no session 'no-such-session'", f"{ids['py2026'][:12]} (py2026)")
+    assert_one_line_error(
+        proc, "no session or conversation 'no-such-session'", f"{ids['py2026'][:12]} (py2026)"
+    )
 
 
 @pytest.mark.slow

@@ -226,10 +226,10 @@ def test_show_keeps_the_summary_readable_at_80_columns(corpus: Path) -> None:
 def test_sessions_at_80_columns_keeps_ids_names_and_status_whole(corpus: Path) -> None:
     lines = mcptape("sessions", "--db", str(corpus), env={"COLUMNS": "80"}).stdout.splitlines()
     assert max(len(line) for line in lines) <= 80
-    assert [line.split()[1:3] for line in lines[2:]] == [
-        ["py2026", "ok"],
-        ["everything-py", "ok"],
-        ["everything-ts", "ok"],
+    assert [line.split()[1:4] for line in lines[2:]] == [
+        ["py2026", "record", "ok"],
+        ["everything-py", "record", "ok"],
+        ["everything-ts", "record", "ok"],
     ]
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -26,72 +25,21 @@ from mcptape.client.errors import (
     server_error,
 )
 from mcptape.client.retry import with_retries
-from mcptape.client.session import CallSession, SessionOptions, Target
 from mcptape.proxy.links.memory import MemoryLink
-
-Script = Callable[[MemoryLink, dict[str, Any]], Awaitable[None]]
-
-
-async def _serve(link: MemoryLink, script: Script, hello_delay: float = 0.0) -> None:
-    """Answer the handshake (after ``hello_delay``), then hand every other message to ``script``."""
-    while True:
-        try:
-            message = orjson.loads(await link.peer.next(timeout=10))
-        except TimeoutError:
-            return
-        if message.get("method") == "initialize":
-            await asyncio.sleep(hello_delay)
-            result = {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "fake"},
-            }
-            await link.peer.send(orjson.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}))
-        elif message.get("method") == "notifications/initialized":
-            continue
-        else:
-            await script(link, message)
-
-
-def _session(
-    script: Script, hello_delay: float = 0.0, **options: Any
-) -> tuple[CallSession, list[dict[str, Any]], list[asyncio.Task[None]]]:
-    seen: list[dict[str, Any]] = []
-    tasks: list[asyncio.Task[None]] = []
-    server = MemoryLink("s2c", "server", exit_code=0)
-
-    async def recording_script(link: MemoryLink, message: dict[str, Any]) -> None:
-        seen.append(message)
-        await script(link, message)
-
-    async def opener(target: Target) -> MemoryLink:
-        tasks.append(asyncio.ensure_future(_serve(server, recording_script, hello_delay)))
-        return server
-
-    opts = SessionOptions(record=False, protocol_version="2025-11-25", upstream_opener=opener, **options)
-    return CallSession(Target("fake server"), opts), seen, tasks
-
-
-async def _reply(link: MemoryLink, rid: Any, result: Any = None, error: Any = None) -> None:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid}
-    if error is not None:
-        message["error"] = error
-    else:
-        message["result"] = result
-    await link.peer.send(orjson.dumps(message))
+from tests.helpers.fake_server import fake_session, reply
 
 
 def test_result_and_error_replies_map_to_the_taxonomy() -> None:
     async def script(link: MemoryLink, message: dict[str, Any]) -> None:
         if message["method"] == "tools/list":
-            await _reply(link, message["id"], {"tools": []})
+            await reply(link, message["id"], {"tools": []})
         elif message["method"] == "nope":
-            await _reply(link, message["id"], error={"code": -32601, "message": "Method not found"})
+            await reply(link, message["id"], error={"code": -32601, "message": "Method not found"})
         else:
-            await _reply(link, message["id"], error={"code": 7, "message": "boom", "data": {"x": 1}})
+            await reply(link, message["id"], error={"code": 7, "message": "boom", "data": {"x": 1}})
 
     async def main() -> None:
-        session, _, _ = _session(script)
+        session, _, _ = fake_session(script)
         async with session:
             assert await session.core.request("tools/list") == {"tools": []}
             with pytest.raises(ServerProtocolError) as protocol:
@@ -119,11 +67,11 @@ def test_progress_notifications_reset_the_request_timeout_and_silence_cancels() 
                 await link.peer.send(
                     orjson.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": note})
                 )
-            await _reply(link, message["id"], {"done": True})
+            await reply(link, message["id"], {"done": True})
         # "silent" never gets an answer
 
     async def main() -> None:
-        session, seen, _ = _session(script, timeouts=Timeouts(connect=5, request=0.3, request_max=5))
+        session, seen, _ = fake_session(script, timeouts=Timeouts(connect=5, request=0.3, request_max=5))
         async with session:
             assert await session.core.request("slow-with-progress", progress=True) == {"done": True}
             with pytest.raises(RequestTimeout):
@@ -138,11 +86,11 @@ def test_progress_notifications_reset_the_request_timeout_and_silence_cancels() 
 
 def test_the_handshake_is_bounded_by_the_connect_timeout_not_the_request_timeout() -> None:
     async def script(link: MemoryLink, message: dict[str, Any]) -> None:
-        await _reply(link, message["id"], {})
+        await reply(link, message["id"], {})
 
     async def main() -> None:
         # A server that starts slowly (node under load) must not fail the request timeout.
-        session, _, _ = _session(script, hello_delay=0.5, timeouts=Timeouts(connect=5, request=0.2))
+        session, _, _ = fake_session(script, hello_delay=0.5, timeouts=Timeouts(connect=5, request=0.2))
         async with session:
             assert session.hello is not None and session.hello.protocol_version == "2025-11-25"
             assert await session.core.request("ping") == {}
@@ -161,7 +109,7 @@ def test_progress_cannot_extend_a_request_past_its_maximum() -> None:
             )
 
     async def main() -> None:
-        session, _, _ = _session(script, timeouts=Timeouts(connect=5, request=0.3, request_max=0.6))
+        session, _, _ = fake_session(script, timeouts=Timeouts(connect=5, request=0.3, request_max=0.6))
         async with session:
             with pytest.raises(RequestTimeout, match=r"after 0\.6"):
                 await session.core.request("endless", progress=True)
@@ -185,13 +133,13 @@ def test_server_requests_are_answered_by_the_handler_and_captured_with_logs() ->
             }
             await link.peer.send(orjson.dumps(ask))
             answers = [orjson.loads(await link.peer.next()) for _ in range(2)]
-            await _reply(link, message["id"], {"content": [], "answers": answers})
+            await reply(link, message["id"], {"content": [], "answers": answers})
 
     def handler(method: str, params: Any, tool: str | None) -> Reply:
         return Reply(result={"action": "decline", "tool": tool}, by="default")
 
     async def main() -> None:
-        session, _, _ = _session(script, handler=handler)
+        session, _, _ = fake_session(script, handler=handler)
         async with session:
             session.core.tool_in_flight = "ask"
             result = await session.core.request("tools/call", {"name": "ask"})
@@ -213,7 +161,7 @@ def test_a_server_that_goes_away_fails_the_request_in_flight_as_connection_lost(
 
     async def main() -> None:
         states: list[str] = []
-        session, _, _ = _session(script, on_state=lambda state, detail: states.append(state))
+        session, _, _ = fake_session(script, on_state=lambda state, detail: states.append(state))
         async with session:
             with pytest.raises(ConnectionLost, match="before answering tools/list") as lost:
                 await session.core.request("tools/list")

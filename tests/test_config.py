@@ -124,16 +124,34 @@ def test_builtin_upstreams_run_with_this_interpreter() -> None:
     assert resolve_upstream("demo", default_config=Path("/nonexistent/config.json")) == builtins["demo"]
 
 
+def test_the_builtin_recordings_server_reads_the_database_and_registry_it_is_given(tmp_path: Path) -> None:
+    config = write_config(tmp_path, {"files": {"command": "npx"}})
+    spec = known_upstreams(config, db="postgresql+psycopg://u:secret@h/db")["recordings"]
+    assert spec.command == [
+        sys.executable,
+        "-m",
+        "mcptape.servers.recordings",
+        "--config",
+        str(config.resolve()),
+    ]
+    # Through the environment: the password stays out of the command line a recording shows.
+    assert spec.env == {"MCPTAPE_DB": "postgresql+psycopg://u:secret@h/db"}
+    assert "secret" not in spec.describe()
+    assert builtin_upstreams()["recordings"].env is None
+
+
 def test_config_entry_takes_precedence_over_a_builtin(tmp_path: Path) -> None:
     path = write_config(tmp_path, {"demo": {"command": "my-demo"}, "other": {"url": "https://x/mcp"}})
     assert resolve_upstream("demo", path).command == ["my-demo"]
-    assert list(known_upstreams(path)) == ["demo", "other", "debug-script"]
+    assert list(known_upstreams(path)) == ["demo", "other", "debug-script", "recordings"]
     assert resolve_upstream("debug-script", path) == builtin_upstreams()["debug-script"]
 
 
 def test_unknown_upstream_error_lists_the_known_names(tmp_path: Path) -> None:
     path = write_config(tmp_path, {"files": {"command": "npx"}})
-    with pytest.raises(ConfigError, match=r"unknown upstream 'filez'.*: files, debug-script, demo$"):
+    with pytest.raises(
+        ConfigError, match=r"unknown upstream 'filez'.*: files, debug-script, demo, recordings$"
+    ):
         resolve_upstream("filez", path)
     with pytest.raises(ConfigError, match=r"no desktop client config at .*pass --config FILE"):
         resolve_upstream("filez", default_config=tmp_path / "none.json")
@@ -147,7 +165,7 @@ def test_without_config_the_desktop_clients_config_is_read(tmp_path: Path) -> No
         resolve_upstream("filez", default_config=path)
     message = str(caught.value)
     assert f"not in {path} (the desktop client's config" in message
-    assert "known names: files, debug-script, demo; pass --config FILE" in message
+    assert "known names: files, debug-script, demo, recordings; pass --config FILE" in message
     # A broken client config does not hide the built-ins, and is named when it matters.
     path.write_text("{nope", encoding="utf-8")
     assert resolve_upstream("demo", default_config=path) == builtin_upstreams()["demo"]
@@ -237,7 +255,7 @@ def test_one_malformed_entry_does_not_hide_the_others(tmp_path: Path) -> None:
     assert set(registry.problems) == {"bad", "empty"}
     assert "command must be a non-empty string" in registry.problems["bad"]
     assert resolve_upstream("good", path).command == ["srv"]
-    assert list(known_upstreams(path)) == ["good", "debug-script", "demo"]
+    assert list(known_upstreams(path)) == ["good", "debug-script", "demo", "recordings"]
     # Asking for the broken entry gives its complaint, not "unknown upstream".
     with pytest.raises(ConfigError, match=r"server 'bad': command must be a non-empty string"):
         resolve_upstream("bad", path)

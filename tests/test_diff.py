@@ -237,7 +237,7 @@ def test_answers_to_the_same_requests_are_compared_in_order_meta_aside() -> None
     report = compare(a, b)
     assert (report.compared, report.only_in_a, report.only_in_b) == (2, 1, 0)
     [change] = report.changes
-    assert (change.severity, change.name) == ("differs", "tools/call echo")
+    assert (change.severity, change.name) == ("differs", 'tools/call echo {"m": "hi"}')  # its arguments too
     assert change.pointers == [{"pointer": "/result/n", "a": 1, "b": 2}]
 
 
@@ -326,7 +326,7 @@ def test_answers_are_compared_after_the_replay_normalisation() -> None:
         )
     )
     assert [c.name for c in compare(a, b).changes] == [
-        "tools/call info",
+        'tools/call info {"path": "/a"}',
         "tools/call weather",
     ]  # no normaliser
     assert [c.name for c in compare(a, b, Normaliser()).changes] == ["tools/call weather"]

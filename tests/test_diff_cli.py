@@ -63,7 +63,7 @@ def test_diff_of_two_server_versions_names_breaking_and_compatible_changes(two_v
         "~ COMPATIBLE tool echo: new optional argument 'upper'",
         "- BREAKING   prompt farewell removed",
         "~ COMPATIBLE prompt greet: description changed",
-        "~ BREAKING   response tools/call add: now fails",
+        '~ BREAKING   response tools/call add {"a": 1, "b": 2}: now fails',
         '/result/content/0/text: "Echo: hi" -> "ECHO: hi"',
         '/result/structuredContent: {"result": 3} -> (absent)',
     ]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mcptape.proxy.http.downstream import KEEP_CLOSED_BYTES
+from mcptape.proxy.http.eventstream import KEEP_CLOSED_BYTES
 from tests.helpers.gateway_http import BIG, INIT, fetch, request
 from tests.helpers.gateway_proc import GatewayProcess
 from tests.helpers.inprocess import running_gateway

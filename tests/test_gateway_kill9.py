@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,21 @@ def test_sigkill_mid_burst_leaves_a_consistent_database_and_lost_sessions(tmp_pa
     )
     assert listed.returncode == 0, listed.stderr
     assert sorted(s["status"] for s in json.loads(listed.stdout)) == ["lost"] * 8
+
+    # The next gateway on that database closes them: their process is gone.
+    after = GatewayProcess(db, config, "--no-auth", tmp=tmp_path)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and _statuses(db) != ["interrupted"] * 8:
+            time.sleep(0.1)
+    finally:
+        assert after.stop() == 0, after.stderr
+    assert _statuses(db) == ["interrupted"] * 8
+
+
+def _statuses(db: Path) -> list[str]:
+    con = sqlite3.connect(db)
+    try:
+        return sorted(row[0] for row in con.execute("select status from sessions"))
+    finally:
+        con.close()

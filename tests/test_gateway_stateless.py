@@ -1,8 +1,8 @@
 """2026-07-28 stateless clients through a stdio upstream: a small pool of upstream sessions per entry.
 
 Requests without a session id are served by one upstream process (and one recorded
-session) whatever connection they come on; a second process starts only when a request
-id is already in flight in every pool session. Pool sessions end after the idle timeout
+session) whatever connection they come on, each request under an id of the pool's own
+(mcptape.gateway.poolids). Pool sessions end after the idle timeout
 with their session row closed.
 """
 
@@ -25,7 +25,7 @@ from tests.helpers.scenarios import DEMO, direct, run_modern_scenario
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
-RAW_ECHO = [sys.executable, str(ROOT / "tests" / "servers" / "raw_echo.py")]
+FLOOD = [sys.executable, str(ROOT / "tests" / "servers" / "flood.py")]
 
 
 def call(rid: object) -> dict[str, Any]:
@@ -93,33 +93,43 @@ def test_stateless_clients_share_one_upstream_and_its_session_closes_when_idle(t
 
 
 @pytest.mark.slow
-def test_an_id_in_flight_in_every_pool_session_starts_another_upstream(tmp_path: Path) -> None:
-    # raw_echo writes each request back as a server *request*: the client's stays in flight.
+def test_the_same_id_from_two_clients_shares_one_upstream_under_ids_of_the_pools_own(tmp_path: Path) -> None:
     db = tmp_path / "g.db"
-    g = GatewayProcess(
-        db, {"echo": {"command": RAW_ECHO[0], "args": RAW_ECHO[1:]}}, "--no-auth", tmp=tmp_path
-    )
+    g = GatewayProcess(db, {"echo": {"command": FLOOD[0], "args": FLOOD[1:]}}, "--no-auth", tmp=tmp_path)
     accept = {"Accept": "application/json, text/event-stream"}
     try:
         bodies = []
-        for rid in (1, 1, 2):
+        for n, rid in enumerate((1, 1, 2)):
+            echo = {"name": "echo", "arguments": {"text": f"call {n}"}}
+            message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": echo}
             status, headers, body = request(
-                g.base, "POST", "/servers/echo/mcp", accept, json.dumps(call(rid)).encode()
+                g.base, "POST", "/servers/echo/mcp", accept, json.dumps(message).encode()
             )
             assert status == 200 and "mcp-session-id" not in headers
             bodies.append(body)
     finally:
         assert g.stop() == 0, g.stderr
-    # Each client got its own request echoed on its own stream.
-    for rid, body in zip((1, 1, 2), bodies, strict=True):
+    # Each client got its own answer, with its own id, on its own stream.
+    for n, (rid, body) in enumerate(zip((1, 1, 2), bodies, strict=True)):
         data = [json.loads(line[6:]) for line in body.decode().splitlines() if line.startswith("data: ")]
-        assert data == [call(rid)]
+        assert [(m["id"], m["result"]["content"][0]["text"]) for m in data] == [(rid, f"call {n}")]
     con = sqlite3.connect(db)
     try:
-        per_session = con.execute(
-            "select session_id, group_concat(rpc_id, ',') from frames where direction = 'c2s' "
-            "group by session_id order by min(id)"
+        rows = con.execute(
+            "select session_id, rpc_id, meta from frames where direction = 'c2s' order by id"
+        ).fetchall()
+        # Each answer is paired with its own request, though two of them share an id.
+        pairs = con.execute(
+            "select q.text, a.text from frames a join frames q on q.session_id = a.session_id "
+            "and q.seq = a.request_seq where a.direction = 's2c' order by a.seq"
         ).fetchall()
     finally:
         con.close()
-    assert [ids for _, ids in per_session] == ["1,2", "1"]
+    assert len({session for session, _, _ in rows}) == 1  # one upstream for all three
+    # Recorded as each client sent it; the ids the upstream got in the pool metadata.
+    assert [rpc_id for _, rpc_id, _ in rows] == ["1", "1", "2"]
+    pool = [json.loads(meta)["pool"][0]["ours"] for _, _, meta in rows]
+    assert pool == ['"mcptape-pool-1"', '"mcptape-pool-2"', '"mcptape-pool-3"']
+    asked = [json.loads(q)["params"]["arguments"]["text"] for q, _ in pairs]
+    answered = [json.loads(a)["result"]["content"][0]["text"] for _, a in pairs]
+    assert asked == answered == ["call 0", "call 1", "call 2"]

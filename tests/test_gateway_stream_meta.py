@@ -19,6 +19,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 
 from mcptape.proxy.http.downstream import HttpSessionLink
+from mcptape.redact import placeholder
 from mcptape.wire.frame import Frame
 from tests.helpers.gateway_http import DEMO_SERVERS, INIT, request
 from tests.helpers.gateway_proc import GatewayProcess
@@ -63,7 +64,7 @@ def test_frames_placed_from_a_thread_carry_their_stream_and_go_out_once() -> Non
     assert [m["event_id"] for m in metas] == ["p1-1", "p1-2", "g-1"]
     assert metas[0]["http_method"] == "POST" and metas[2]["http_method"] == "GET"
     assert all(m["path"] == "/servers/x/mcp" and m["status"] == 200 for m in metas)
-    assert metas[0]["headers"] == {"content-type": "text/event-stream", "mcp-session-id": "s"}
+    assert metas[0]["headers"] == {"content-type": "text/event-stream", "mcp-session-id": placeholder("s")}
     # Each frame went out exactly once, on the stream its metadata names.
     assert post_body.count(b"data: ") == 2 and b"id: p1-1\n" in post_body and b"id: p1-2\n" in post_body
     assert get_body.count(b"data: ") == 1 and b"id: g-1\n" in get_body and LATER in get_body
@@ -101,7 +102,8 @@ def test_a_stdio_upstreams_frames_are_recorded_with_the_streams_they_went_out_on
     (answer,) = by_transport["http->stdio"]
     assert answer["stream"] == "post" and answer["event_id"] == wire_id
     assert (answer["http_method"], answer["path"], answer["status"]) == ("POST", "/servers/demo/mcp", 200)
-    assert answer["headers"]["mcp-session-id"] == sid  # the session id mcptape minted, queryable
+    # The session id mcptape minted is a credential: recorded as a placeholder, never as it is.
+    assert answer["headers"]["mcp-session-id"].startswith("«redacted:") and sid not in json.dumps(answer)
     legacy_frames = by_transport["sse->stdio"]
     assert len(legacy_frames) >= 3  # initialize, what the tool says while it runs, its answer
     assert {m["stream"] for m in legacy_frames} == {"sse"}

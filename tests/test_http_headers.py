@@ -13,6 +13,7 @@ from mcptape.proxy.http.headers import (
     routing_headers,
     that_matter,
 )
+from mcptape.redact import placeholder
 
 
 def test_header_flags_parse_and_bad_ones_say_the_expected_form() -> None:
@@ -55,7 +56,7 @@ def test_headers_that_matter_are_kept_with_credentials_redacted() -> None:
         ],
         extra_names=["x-api-key"],
     )
-    assert kept["Mcp-Session-Id"] == "abc" and kept["Content-Type"] == "text/event-stream"
+    assert kept["Mcp-Session-Id"] == placeholder("abc") and kept["Content-Type"] == "text/event-stream"
     assert "Date" not in kept
     assert "topsecret" not in kept["Authorization"] and kept["Authorization"].startswith("Bearer ")
     assert kept["X-Api-Key"] != "k"

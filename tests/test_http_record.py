@@ -226,7 +226,7 @@ def test_servers_lists_config_entries_and_builtins_with_their_transport(tmp_path
     )
     assert proc.returncode == 0, proc.stderr
     listed = {r["name"]: r for r in json.loads(proc.stdout)}
-    assert list(listed) == ["files", "remote", "debug-script", "demo"]
+    assert list(listed) == ["files", "remote", "debug-script", "demo", "recordings"]
     assert listed["remote"]["transport"] == "sse" and listed["files"]["transport"] == "stdio"
     assert listed["demo"]["source"] == "built-in"
     assert "abc123" not in proc.stdout and "pw@" not in proc.stdout

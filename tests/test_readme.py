@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +47,13 @@ NOT_RUN = {
     "mcptape tail --name 'files*' --method 'tools/*' --slow 500 --errors": "follows until Ctrl-C (tests/test_tail_cli.py)",
     "mcptape tail --json | jq 'select(.status != \"ok\")'": "follows until Ctrl-C (tests/test_tail_cli.py)",
     "mcptape ui": "serves until Ctrl-C (tests/test_view_browser.py clicks through it)",
+    "mcptape ui --config claude_desktop_config.json --handle-sampling auto": (
+        "serves until Ctrl-C (tests/test_client_browser.py drives its client page in Chromium)"
+    ),
+    "mcptape tui --upstream demo": "a full-screen terminal app (tests/test_client_tui*.py drive it headless)",
+    "mcptape tui -- npx -y @modelcontextprotocol/server-everything": (
+        "a full-screen terminal app (tests/test_client_tui_everything.py drives it on server-everything)"
+    ),
     ".venv/bin/pip install -e '.[postgres]' && .venv/bin/python deploy/fleet.py up --config servers.json": (
         "starts PostgreSQL, three replicas and HAProxy on fixed ports (tests/test_fleet_haproxy.py runs it)"
     ),
@@ -97,6 +105,10 @@ class Checkout:
         self.dir = root / "mcptape"
         self.dir.mkdir()
         (self.dir / ".venv").symlink_to(ROOT / ".venv")
+        # The repository's files the tour runs (a fresh clone has them).
+        for path in ("tests/servers/demo_changed.py",):
+            (self.dir / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / path, self.dir / path)
         self.home = root / "home"
         config = self.home / ".config" / "Claude" / "claude_desktop_config.json"
         config.parent.mkdir(parents=True)
@@ -129,7 +141,7 @@ def test_the_readme_set_up_commands_are_the_two_known_ones() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)  # every README command, each a process: a bound on a hang, not a speed check
+@pytest.mark.timeout(360)  # every README command, each a process: a bound on a hang, not a speed check
 def test_every_readme_command_works_as_printed_on_a_fresh_checkout(tmp_path: Path) -> None:
     checkout = Checkout(tmp_path)
     assert checkout.run("command -v mcptape").returncode != 0  # not on PATH yet: nothing activated
@@ -163,6 +175,54 @@ def test_every_readme_command_works_as_printed_on_a_fresh_checkout(tmp_path: Pat
     assert (checkout.dir / "s.jsonl").read_text().count("\n") > 10
 
 
+def text_blocks(text: str) -> list[str]:
+    """The body of each ```text block."""
+    return re.findall(r"```text\n(.*?)```", text, re.S)
+
+
+def masked(output: str) -> str:
+    """Replay output with what changes every run (ids, the start time) masked."""
+    output = re.sub(r"\b[0-9a-f]{12}\b", "ID", output)
+    return re.sub(r"started \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", "started TIME", output)
+
+
+@pytest.mark.slow
+def test_the_failing_replay_the_readme_shows_is_what_replay_prints(tmp_path: Path) -> None:
+    checkout = Checkout(tmp_path)
+    db = shlex.quote(str(tmp_path / "demo.db"))
+    assert checkout.run(f".venv/bin/mcptape demo --db {db}").returncode == 0
+    changed = checkout.run(
+        f"mcptape replay demo --db {db} -- python tests/servers/demo_changed.py", activated=True
+    )
+    assert changed.returncode == 1, changed.stderr
+    [shown] = [block for block in text_blocks(README) if "exchanges match" in block]
+    assert masked(changed.stdout) == masked(shown)
+
+
+def test_the_readme_names_every_system_package_ci_installs() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    packages = re.findall(r"missing\+=\((\S+)\)", ci)
+    assert {"nodejs", "npm", "postgresql"} <= set(packages)
+    set_up = README.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    named = {
+        word for command in re.findall(r"apt-get install ([a-z0-9 -]+)`", set_up) for word in command.split()
+    }
+    assert set(packages) <= named, f"the README's set-up does not say to install {set(packages) - named}"
+    assert "export MCPTAPE_TESTS_NEED_POSTGRES=1" in ci  # in CI a PostgreSQL test fails, never skips
+
+
+def test_a_missing_postgresql_skips_here_and_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tests.helpers.postgres as pg
+
+    monkeypatch.setattr(pg, "postgres_bin", lambda: None)
+    monkeypatch.delenv(pg.REQUIRED_ENV, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="apt-get install postgresql"), pg.private_server():
+        pass
+    monkeypatch.setenv(pg.REQUIRED_ENV, "1")
+    with pytest.raises(pytest.fail.Exception, match="MCPTAPE_TESTS_NEED_POSTGRES"), pg.private_server():
+        pass
+
+
 def readme_queries() -> list[str]:
     """The SQL of every `mcptape sql "..."` the README prints."""
     tour = [command for block in sh_blocks(README) for command in block]
@@ -183,7 +243,7 @@ def test_the_demo_and_every_readme_query_run_on_postgresql(postgres: Postgres, t
     assert demo.returncode == 0, demo.stderr
     assert "fail               1" in demo.stdout.replace("  ", "  ") or "fail" in demo.stdout
     queries = readme_queries()
-    assert len(queries) >= 5  # the tour's four and the team section's conversations
+    assert len(queries) >= 5  # the tour's four, the team section's conversations, and more
     for query in queries:
         proc = checkout.run(f"mcptape sql --db {shlex.quote(url)} {shlex.quote(query)}", activated=True)
         assert proc.returncode == 0, (query, proc.stderr)

@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp.types import Implementation
 
-from mcptape.redact import PLACEHOLDER, parse_json_path, placeholder, redact_json_paths
+from mcptape.redact import PLACEHOLDER, Unreadable, parse_json_path, placeholder, redact_json_paths
 from tests.helpers.cli_errors import assert_one_line_error
 from tests.helpers.gateway_proc import GatewayProcess
 from tests.helpers.http_servers import everything_http
@@ -70,7 +70,8 @@ def test_batches_are_redacted_item_by_item_and_no_match_keeps_the_exact_bytes() 
     out = redact_json_paths(batch, paths("/params/k"))
     assert out is not None and [m["params"]["k"] for m in orjson.loads(out)] == [P("a"), P("b")]
     assert redact_json_paths(b'{"id":1, "params":{}}', paths("/params/k", "/result/0")) is None
-    assert redact_json_paths(b"not json {", paths("/params/k")) is None
+    with pytest.raises(Unreadable):  # fails closed: see test_redact_fails_closed.py
+        redact_json_paths(b"not json {", paths("/params/k"))
     # An id beyond 64 bits is kept exactly while the secret goes.
     big = b'{"id":123456789012345678901234567890,"params":{"k":"secret"}}'
     out = redact_json_paths(big, paths("/params/k"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import stat
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -121,7 +122,8 @@ def test_replay_with_the_changed_path_ignored_matches(db: Path) -> None:
 
 def test_update_moves_the_name_to_the_replay(db: Path) -> None:
     proc = mcptape("replay", "demo", "--db", str(db), "--update", "--", *CHANGED)
-    assert proc.returncode == 1
+    assert proc.returncode == 0, proc.stderr  # the differences were reported, and made the reference
+    assert "1 differ" in proc.stdout
     assert "now refers to the replay" in proc.stderr
     again = mcptape("replay", "demo", "--db", str(db), "--", *CHANGED)
     assert again.returncode == 0, again.stdout + again.stderr
@@ -140,8 +142,16 @@ def test_replay_of_an_exported_file_needs_no_database(db: Path, tmp_path: Path) 
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not (tmp_path / "rec.db-wal").exists()
-    # --update rewrites the file from the replay; it then replays against the changed server.
-    assert mcptape("replay", "--file", str(exported), "--update", "--", *CHANGED).returncode == 1
+    # --update rewrites the file from the replay (a success: exit 0), keeping its mode and the
+    # symlink that names it; it then replays against the changed server.
+    exported.chmod(0o600)
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(exported)
+    updated = mcptape("replay", "--file", str(link), "--update", "--", *CHANGED)
+    assert updated.returncode == 0, updated.stdout + updated.stderr
+    assert f"updated {link}" in updated.stderr
+    assert link.is_symlink() and stat.S_IMODE(exported.stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
     assert mcptape("replay", "--file", str(exported), "--", *CHANGED).returncode == 0
 
 

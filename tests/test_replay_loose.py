@@ -47,9 +47,11 @@ def test_loose_messages_are_anchored_to_the_client_message_before_them() -> None
     items = anchored(tape)
     assert list(items) == [("notifications/initialized", 1), ("tools/call", 2)]
     first = items[("notifications/initialized", 1)]
-    assert first[0] == ("notification", CHANGED)
+    assert first[0] == ("notification", CHANGED, 5.0)  # with when it was recorded (frame 5)
     assert first[1][0] == "call" and isinstance(first[1][1], ServerCall) and first[1][1].request == ROOTS
-    assert items[("tools/call", 2)] == [("notification", CHANGED)]  # the in-flight message is the exchange's
+    assert items[("tools/call", 2)] == [
+        ("notification", CHANGED, 13.0)
+    ]  # the in-flight message is the exchange's
 
 
 def test_the_live_client_messages_are_counted_by_method() -> None:
@@ -58,7 +60,7 @@ def test_the_live_client_messages_are_counted_by_method() -> None:
                                        ("s2c", CHANGED))))  # fmt: skip
     assert anchors.after([call(7)]) == []
     assert anchors.after([INITIALIZED, ROOTS_OK]) == []  # other methods and responses do not count
-    assert anchors.after([call(8)]) == [("notification", CHANGED)]
+    assert anchors.after([call(8)]) == [("notification", CHANGED, 5.0)]
     assert anchors.after([call(9)]) == []
     assert Anchors({}).after([call(1)]) == []
 

@@ -193,11 +193,11 @@ def test_a_redacted_placeholder_in_the_recording_matches_anything() -> None:
 
 def test_nearest_ranks_same_method_first_and_names_the_differing_fields() -> None:
     candidates = [
-        (1, "tools/call", {"name": "weather", "arguments": {"city": "Oslo"}}),
-        (2, "tools/call", {"name": "add", "arguments": {"a": 1}}),
-        (3, "resources/read", {"name": "weather", "arguments": {"city": "Lima"}}),
+        (1, "tools/call", {"params": {"name": "weather", "arguments": {"city": "Oslo"}}}),
+        (2, "tools/call", {"params": {"name": "add", "arguments": {"a": 1}}}),
+        (3, "resources/read", {"params": {"name": "weather", "arguments": {"city": "Lima"}}}),
     ]
-    near = nearest("tools/call", {"name": "weather", "arguments": {"city": "Lima"}}, candidates)
+    near = nearest("tools/call", {"params": {"name": "weather", "arguments": {"city": "Lima"}}}, candidates)
     assert [n.index for n in near] == [1, 2, 3]
     assert near[0].fields == ("/params/arguments/city",)
     assert near[2].fields[0] == "/method"
@@ -300,7 +300,7 @@ def test_reports_text_json_and_junit() -> None:
     session = SessionResult("session abc (weather)", results, replay_id="f" * 32)
     text = "\n".join(format_session(session))
     assert "1/2 exchanges match" in text
-    assert "✗ #2 tools/call weather: 1 difference(s)" in text
+    assert '✗ #2 tools/call weather {"city": "Oslo"}: 1 difference(s)' in text
     assert "/result/structuredContent/humidity: recorded 50, replayed 51" in text
     assert summary_line([session]) == "replayed 1 recording(s), 2 exchanges: 1 match, 1 differ"
     doc = report_json([session])

@@ -338,3 +338,21 @@ def test_some_input_requests_can_be_answered_when_not_all_are() -> None:
     assert rules.answer_some_input_requests(requests) == {"e": {"action": "cancel"}}
     assert Rules.from_options().answer_some_input_requests(requests) == {}
     assert rules.answer_some_input_requests("nope") == {}  # type: ignore[arg-type]
+
+
+def test_a_rule_for_a_misspelt_method_is_refused_naming_the_nearest(tmp_path: Path) -> None:
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"rules": [{"method": "elicitation/creat", "result": "auto"}]}))
+    with pytest.raises(RuleError) as info:
+        Rules.from_options(inject_file=str(rules))
+    message = str(info.value)
+    assert message.startswith(
+        f"--inject {rules}: rule 1: 'elicitation/creat' is not a request a server sends"
+    )
+    assert "did you mean 'elicitation/create'?" in message and "\n" not in message
+    rules.write_text(json.dumps([{"method": ["roots/list", "tools/call"], "pass": True}]))
+    with pytest.raises(RuleError, match="'tools/call' is not a request a server sends a client"):
+        Rules.from_options(inject_file=str(rules))
+    for fine in ("*", "ping", "tasks/get", "sampling/createMessage"):
+        rules.write_text(json.dumps([{"method": fine, "pass": True}]))
+        assert Rules.from_options(inject_file=str(rules))

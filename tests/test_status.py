@@ -152,7 +152,7 @@ def test_a_running_session_with_a_live_recorder_is_running(db_path: Path) -> Non
     store.create_session(mode="record", name="live")  # recorded by this (live) test process
     store.close()
     table, status, header = statuses(db_path)
-    assert table.split()[2] == "running" and status == "running" and header.endswith(" · running")
+    assert table.split()[3] == "running" and status == "running" and header.endswith(" · running")
 
 
 @pytest.mark.parametrize("recorder", ["dead", "reused"])

@@ -90,4 +90,4 @@ def test_tail_of_an_unknown_session_is_a_one_line_error(db_path: Path) -> None:
     done = subprocess.run([*MCPTAPE, "tail", "--db", str(db_path), "--session", "nope"],
                           capture_output=True, text=True, timeout=30)  # fmt: skip
     assert done.returncode == 2
-    assert done.stderr.count("\n") == 1 and "no session 'nope'" in done.stderr
+    assert done.stderr.count("\n") == 1 and "no session or conversation 'nope'" in done.stderr

@@ -8,15 +8,13 @@ from pathlib import Path
 
 import orjson
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from mcptape.store import Store, open_store
-from mcptape.view.app import Viewer, build_app
+from tests.helpers.viewer_client import AUTH, TOKEN, viewer_client
 from tests.helpers.viewer_data import Sample, build_sample
 
 pytestmark = pytest.mark.anyio
-TOKEN = "t0ken-for-tests"
-AUTH = {"X-Mcptape-Token": TOKEN}
 
 
 @pytest.fixture
@@ -38,12 +36,8 @@ def store(db_path: Path, sample: Sample) -> Iterator[Store]:
 
 @pytest.fixture
 async def client(store: Store) -> AsyncIterator[TestClient]:
-    viewer = Viewer(store, TOKEN)
-    server = TestServer(build_app(viewer), host="127.0.0.1")
-    async with TestClient(server) as test_client:
-        viewer.bound(server.port)  # type: ignore[arg-type]
+    async with viewer_client(store) as test_client:
         yield test_client
-    viewer.executor.shutdown(wait=False)
 
 
 async def test_data_needs_the_token_or_the_cookie_the_login_trades_it_for(client: TestClient) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import expect
 
-from tests.helpers.browser import browser, screenshot  # noqa: F401 (a fixture)
+from tests.helpers.browser import browser, screenshot, viewer_page  # noqa: F401 (a fixture)
 from tests.helpers.viewer_data import Sample, build_sample
 from tests.helpers.viewer_proc import ViewerProcess
 
@@ -34,15 +34,8 @@ def viewer(sample_db: tuple[Path, Sample]) -> Iterator[ViewerProcess]:
 
 @pytest.fixture
 def page(browser: Any, viewer: ViewerProcess) -> Iterator[Any]:  # noqa: F811
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    opened = context.new_page()
-    errors: list[str] = []
-    opened.on("pageerror", lambda exc: errors.append(str(exc)))
-    opened.goto(viewer.url)
-    opened.wait_for_selector("[data-testid=sessions]")
-    yield opened
-    context.close()
-    assert errors == [], f"the page raised: {errors}"
+    with viewer_page(browser, viewer.url) as opened:
+        yield opened
 
 
 def test_the_sessions_list_logs_in_from_the_url_and_searches(

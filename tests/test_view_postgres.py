@@ -43,7 +43,12 @@ def test_every_page_reads_the_same_on_both_databases(postgres: Postgres, tmp_pat
             lite_methods = orjson.loads(orjson.dumps(timeline_lite["frames"]["method"]))
             assert methods == lite_methods
             assert frames_pg["seq"] == orjson.loads(orjson.dumps(timeline_lite["frames"]["seq"]))
-            assert data.session_stats(pg, session_pg) == data.session_stats(lite, session_lite)
+            stats_pg, stats_lite = data.session_stats(pg, session_pg), data.session_stats(lite, session_lite)
+            # A client-... conversation id holds its session's id, which differs between the two.
+            for stats, session in ((stats_pg, session_pg), (stats_lite, session_lite)):
+                for found in stats["conversations"]:
+                    found["id"] = found["id"].replace(session, "S")
+            assert stats_pg == stats_lite
         stats = data.session_stats(pg, on_pg.modern)
         assert [g["kind"] for g in stats["groups"]] == ["input_required", "task"]
         assert {t["tool"] for t in stats["tools"]} == {"book", "render"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import math
 import os
 import sys
 from typing import Any
@@ -10,14 +10,8 @@ from typing import Any
 import click
 
 from mcptape.cli.common import UserError, db_option, otlp_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.rule_options import rule_options, rules_from_cli
-
-METHODS = (
-    "server/info, discover, ping, tools/list, tools/call, resources/list, resources/read, "
-    "resources/templates/list, resources/subscribe, resources/unsubscribe, prompts/list, prompts/get, "
-    "completion/complete, logging/setLevel, tasks/list, tasks/get, tasks/result, tasks/cancel; "
-    "OAuth steps against --url: oauth/discover, oauth/register, oauth/authorize-url, oauth/token, oauth/refresh"
-)
 
 
 class CallUsageError(UserError):
@@ -26,7 +20,7 @@ class CallUsageError(UserError):
     exit_code = 1
 
 
-class CallCommand(click.Command):
+class CallCommand(Command):
     """Click's own usage errors (an unknown option, a bad value) as one line with exit status 1.
 
     With --structured, a usage error is also a ``validation`` envelope on stdout: a
@@ -58,18 +52,53 @@ def _usage_envelope(message: str, method: str | None) -> None:
     click.echo(dumps(envelope(method or "", 0.0, None, ValidationError(message), [], [], [])))
 
 
+class Seconds(click.FloatRange):
+    """A number of seconds: a float range that also refuses ``nan`` (every comparison with it is
+    false, so a range lets it through, and a limit of nan seconds is over at once)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if math.isnan(seconds):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return seconds
+
+
+SECONDS = Seconds(min=0)
+
+
 def _json_option(value: str | None, flag: str) -> Any:
     if value is None:
         return None
+    from mcptape.wire.jsontext import loads_finite
+
     try:
-        return json.loads(value)
-    except ValueError as exc:
+        return loads_finite(value)
+    except ValueError as exc:  # NaN and infinities too: they would go out as null
         raise CallUsageError(f"{flag}: not valid JSON ({exc})") from None
 
 
-@click.command(cls=CallCommand)
+@click.command(
+    cls=CallCommand,
+    summary_options=(
+        "--method",
+        "--params",
+        "--tool-name",
+        "--tool-arg",
+        "--uri",
+        "--script",
+        "--structured",
+        "--timeout",
+        "--upstream",
+        "--url",
+        "--no-record",
+    ),
+)
 @click.option(
-    "--method", "-m", metavar="METHOD", help=f"The MCP method to run: {METHODS}, or any other with --params."
+    "--method",
+    "-m",
+    metavar="METHOD",
+    help="The MCP method to run (the list: --help-all), or any other with --params; OAuth steps "
+    "against --url: oauth/discover, oauth/register, oauth/authorize-url, oauth/token, oauth/refresh.",
 )
 @click.option(
     "--params", metavar="JSON", help="Request params as a JSON object (merged over those the flags build)."
@@ -110,11 +139,13 @@ def _json_option(value: str | None, flag: str) -> Any:
     "--poll-interval",
     default=1.0,
     show_default=True,
-    type=click.FloatRange(min=0.01),
+    type=Seconds(min=0.01),
     metavar="S",
     help="Seconds between polls.",
 )
-@click.option("--script", metavar="FILE|-", help="Run a JSON array of steps on one connection (see below).")
+@click.option(
+    "--script", metavar="FILE|-", help="Run a JSON array of steps on one connection (the format: --help-all)."
+)
 @click.option(
     "--structured",
     is_flag=True,
@@ -135,7 +166,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     "--timeout",
     default=30.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=SECONDS,
     metavar="S",
     help="Limit for the whole operation (exit 124); with --follow, how long to follow once the method or script is done.",
 )
@@ -143,7 +174,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     "--connect-timeout",
     default=30.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=SECONDS,
     metavar="S",
     help="Limit for starting the server and the handshake.",
 )
@@ -151,7 +182,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     "--request-timeout",
     default=60.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=SECONDS,
     metavar="S",
     help="Limit for one reply; progress notifications restart it.",
 )
@@ -159,7 +190,7 @@ def _json_option(value: str | None, flag: str) -> Any:
     "--max-request-timeout",
     default=300.0,
     show_default=True,
-    type=click.FloatRange(min=0),
+    type=SECONDS,
     metavar="S",
     help="Limit for one reply, progress or not.",
 )
@@ -257,51 +288,70 @@ def _json_option(value: str | None, flag: str) -> Any:
 def call(command: tuple[str, ...], **opts: Any) -> None:
     """Run MCP methods against a server: the CI-first MCP client.
 
-    Starts the server (-- COMMAND, --upstream, --config/--server), negotiates
-    (2025 initialize or 2026-07-28 server/discover), runs --method or a --script
-    on one connection, prints the raw result on stdout (logs on stderr) and
-    exits with a status a pipeline can trust. The session is recorded like any
-    other (mode call) unless --no-record. The server's requests (sampling,
-    elicitation, roots) are answered by the --handle-* rules, else declined
-    with a warning; either way they are captured for --structured.
+    Starts the server (-- COMMAND, --upstream, --config/--server, or --url),
+    negotiates (2025 initialize or 2026-07-28 server/discover), runs --method or
+    a --script on one connection, prints the raw result on stdout (logs on
+    stderr) and exits with a status a pipeline can trust. The session is
+    recorded (mode call) unless --no-record.
 
     \b
     Exit status:
-      0    success (also a tool result with isError: true, unless --fail-on-error)
-      1    usage, validation, transport or capability error
-      2    the server answered with a JSON-RPC error (or isError with --fail-on-error)
-      124  --timeout exceeded
-      128+N  stopped by signal N (SIGINT, SIGTERM; with --follow they end it with 0)
-
-    \b
-    Script (--script FILE, or - for stdin): a JSON array of steps, checked before
-    anything is sent; fields as the flags, camelCase; {"$ref": "N/json/pointer"}
-    takes a value from the result of an earlier step N; onError: stop (default),
-    continue or skip-to:N.
-      [{"method": "tools/list"},
-       {"method": "tools/call", "toolName": {"$ref": "0/tools/0/name"},
-        "toolArgs": {"message": "hi"}, "onError": "continue"},
-       {"method": "resources/read", "uri": "test://static/resource/1"}]
-
-    \b
-    OAuth: a server that answers 401 gets the authorization code flow with PKCE
-    at once, when its authorization server approves without a user (as in CI):
-    metadata discovery, --client-id, a --client-metadata-url or dynamic
-    registration, the token, then the request again (--no-oauth: the 401 is the
-    error). Otherwise, the steps by hand (each prints JSON; nothing is recorded):
-      mcptape call -m oauth/discover --url https://mcp.example.com/mcp
-      mcptape call -m oauth/register --url URL                  -> client_id
-      mcptape call -m oauth/authorize-url --url URL --client-id ID  -> url, codeVerifier
-      mcptape call -m oauth/token --url URL --client-id ID --code CODE --code-verifier V
-      mcptape call -m oauth/refresh --url URL --client-id ID --refresh-token T
+      0      success (a tool result with isError too, unless --fail-on-error)
+      1      usage, validation, transport or capability error
+      2      the server answered with a JSON-RPC error (or isError, see above)
+      124    --timeout exceeded
+      128+N  stopped by signal N (with --follow, SIGINT and SIGTERM end it: 0)
 
     \b
     Examples:
       mcptape call -m tools/list -- npx -y @modelcontextprotocol/server-everything
-      mcptape call -m tools/call --tool-name get-sum --tool-arg a=1 --tool-arg b=2 -- node server.js
-      mcptape call -m discover --structured --upstream github --config claude_desktop_config.json
+      mcptape call -m tools/call --tool-name echo --tool-arg text=hi -- ./server
+      mcptape call -m discover --structured --upstream github --config mcp.json
       mcptape call --script steps.json --structured -- python server.py
-      mcptape call -m logging/setLevel --level debug --follow --timeout 60 -- node server.js
+
+    \f
+    Methods (--method): server/info, discover (info, capabilities and every
+    tool, resource, template and prompt), ping, tools/list, tools/call,
+    resources/list, resources/read, resources/templates/list,
+    resources/subscribe, resources/unsubscribe, prompts/list, prompts/get,
+    completion/complete, logging/setLevel, tasks/list, tasks/get, tasks/result,
+    tasks/cancel, and any other with --params. The server's requests
+    (sampling, elicitation, roots) are answered by the --handle-* rules, else
+    declined with a warning; either way they are captured for --structured.
+
+    \b
+    Script (--script FILE, or - for stdin): a JSON array of steps, checked
+    before anything is sent; fields as the flags, camelCase; {"$ref":
+    "N/json/pointer"} takes a value from the result of an earlier step N;
+    onError: stop (default), continue or skip-to:N.
+      [{"method": "tools/list"},
+       {"method": "tools/call", "toolName": {"$ref": "0/tools/0/name"},
+        "toolArgs": {"message": "hi"}, "onError": "continue"},
+       {"method": "resources/read",
+        "uri": "demo://resource/static/document/architecture.md"}]
+
+    OAuth: a server that answers 401 gets the authorization code flow with
+    PKCE at once, when its authorization server approves without a user (as in
+    CI): metadata discovery, --client-id, a --client-metadata-url or dynamic
+    registration, the token, then the request again (--no-oauth: the 401 is
+    the error). Otherwise, the steps by hand (each prints JSON; nothing is
+    recorded):
+
+    \b
+      mcptape call -m oauth/discover --url https://mcp.example.com/mcp
+      mcptape call -m oauth/register --url URL              # -> client_id
+      mcptape call -m oauth/authorize-url --url URL --client-id ID
+                                                 # -> url, codeVerifier
+      mcptape call -m oauth/token --url URL --client-id ID \\
+          --code CODE --code-verifier V
+      mcptape call -m oauth/refresh --url URL --client-id ID --refresh-token T
+
+    \b
+    More examples:
+      mcptape call -m tools/call --tool-name get-sum --tool-arg a=1 \\
+          --tool-arg b=2 -- node server.js
+      mcptape call -m logging/setLevel --level debug --follow --timeout 60 \\
+          -- node server.js
     """
     from mcptape.client.coerce import split_pairs
     from mcptape.client.core import Timeouts

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import click
 
+from mcptape.cli.helptext import Command
 
-@click.command("debug-script")
+
+@click.command("debug-script", cls=Command)
 @click.option(
     "--allow-command",
     "allow_commands",
@@ -56,7 +58,8 @@ def debug_script(allow_commands: tuple[str, ...], allow_any_command: bool) -> No
         "breakpoint": {"file": "test.js", "line": 5},
         "expression": "i", "timeout": 5000}}
     -> structuredContent {"results": [
-         {"type": "number", "value": 0, "line": 5, "column": 3, "function": ""}, ...]}
+         {"type": "number", "value": 0, "line": 5, "column": 3,
+          "function": ""}, ...]}
     """
     from mcptape.servers.debug_script.policy import CommandPolicy
     from mcptape.servers.debug_script.server import main

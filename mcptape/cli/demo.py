@@ -10,6 +10,7 @@ from typing import Any, TextIO
 import click
 
 from mcptape.cli.common import Interrupted, db_option
+from mcptape.cli.helptext import Command
 from mcptape.wire.protocol import INITIALIZE
 
 MCPTAPE = [sys.executable, "-m", "mcptape"]
@@ -44,7 +45,7 @@ class DemoFailed(click.ClickException):
         click.echo(f"mcptape: error: {safe(self.format_message())}", err=True)
 
 
-@click.command()
+@click.command(cls=Command)
 @db_option
 @click.option("--quiet", "-q", is_flag=True, help="Skip the step-by-step narration; show only the recording.")
 def demo(db: str | None, quiet: bool) -> None:

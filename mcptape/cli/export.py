@@ -27,6 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from mcptape.cli.common import UserError, db_option, otlp_option, writing_output
+from mcptape.cli.helptext import Command
 from mcptape.terminal import safe
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ def _to_receiver(conn: Any, row: Any, url: str) -> None:
     click.echo(safe(f"exported {count} {noun} of session {row['id'][:12]} to {url}"), err=True)
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("session")
 @db_option
 @click.option(

@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "show": "mcptape.cli.show:show",
     "tail": "mcptape.cli.tail:tail",
     "ui": "mcptape.cli.ui:ui",
+    "tui": "mcptape.cli.tui:tui",
     "sql": "mcptape.cli.sql:sql",
     "export": "mcptape.cli.export:export",
     "prune": "mcptape.cli.prune:prune",
@@ -39,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "unwrap": "mcptape.cli.wrap:unwrap",
     "demo": "mcptape.cli.demo:demo",
     "debug-script": "mcptape.cli.debug_script:debug_script",
+    "mcp": "mcptape.cli.mcp:mcp",
 }
 
 
@@ -89,8 +91,26 @@ class LazyGroup(click.Group):
         return command
 
 
+def _help_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from mcptape.cli.helptext import whole_help
+
+    assert isinstance(ctx.command, click.Group)
+    click.echo(whole_help(ctx.command, ctx), color=ctx.color)
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mcptape")
+@click.option(
+    "--help-all",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_help_all,
+    help="Show the whole help of every command, one after the other (to read or page through).",
+)
 def cli() -> None:
     """Record, inspect and query Model Context Protocol traffic.
 

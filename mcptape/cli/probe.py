@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcptape.cli.common import Seconds, UserError, db_option
+from mcptape.cli.helptext import Command
 
 if TYPE_CHECKING:  # the client core loads only when a probe runs
     from mcptape.client.session import Target
@@ -30,7 +31,19 @@ def _format_options(func: Any) -> Any:
     return func
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    summary_options=(
+        "--upstream",
+        "--config",
+        "--direct",
+        "--only",
+        "--list",
+        "--json",
+        "--junit",
+        "--sarif",
+    ),
+)
 @click.option(
     "--upstream", metavar="NAME", help="Probe a registered server: a built-in or an entry of --config."
 )
@@ -110,14 +123,6 @@ def _format_options(func: Any) -> Any:
 def probe(target: tuple[str, ...], **opts: Any) -> None:
     """Check which features of MCP a server, or a proxy in front of it, carries.
 
-    TARGET is a URL (streamable HTTP or legacy SSE), a command after -- (stdio),
-    or --upstream NAME (with --config FILE). Each scenario runs on a fresh session
-    of the same client core `call` uses, recorded like any session (mode probe,
-    named PREFIX:SCENARIO), and ends in a verdict: pass, fail, or not offered
-    (the server has no capability or no tool for it; not a failure). Scenarios
-    that need a tool name it: server-everything's, the server with every
-    feature (--list shows them).
-
     With --direct, the same scenarios also run against the server behind the
     proxy, and the report lists only what differs: BREAKS marks what the proxy
     breaks (a failure through it, or a feature that passes directly and not
@@ -125,16 +130,24 @@ def probe(target: tuple[str, ...], **opts: Any) -> None:
 
     \b
     Exit status:
-      0  every scenario passed or is not offered (with --direct: the proxy breaks nothing)
+      0  every scenario passed or is not offered (--direct: the proxy breaks none)
       1  a scenario failed (with --direct: the proxy breaks one)
       2  usage error, or the target cannot be started or reached
 
     \b
     Examples:
       mcptape probe -- npx -y @modelcontextprotocol/server-everything
-      mcptape probe http://127.0.0.1:8080/mcp --direct everything --config servers.json
-      mcptape probe --upstream everything --config servers.json --junit > probe.xml
-      mcptape probe http://127.0.0.1:8080/mcp --only 'initialize-*' --only sampling
+      mcptape probe http://127.0.0.1:8080/mcp --direct everything --config s.json
+      mcptape probe --upstream everything --config s.json --junit > probe.xml
+      mcptape probe http://127.0.0.1:8080/mcp --only 'initialize-*' --only roots
+    \f
+    TARGET is a URL (streamable HTTP or legacy SSE), a command after -- (stdio),
+    or --upstream NAME (with --config FILE). Each scenario runs on a fresh session
+    of the same client core `call` uses, recorded like any session (mode probe,
+    named PREFIX:SCENARIO), and ends in a verdict: pass, fail, or not offered
+    (the server has no capability or no tool for it; not a failure). Scenarios
+    that need a tool name it: server-everything's, the server with every
+    feature (--list shows them).
     """
     from mcptape.probe.scenarios import select
 

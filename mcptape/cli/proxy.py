@@ -9,13 +9,31 @@ from typing import TYPE_CHECKING
 import click
 
 from mcptape.cli.common import UserError, db_option, otlp_option
-from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
+from mcptape.cli.helptext import Command
+from mcptape.cli.rule_options import (
+    declare_option,
+    fault_options,
+    faults_from_cli,
+    rule_options,
+    rules_from_cli,
+)
 
 if TYPE_CHECKING:
     from mcptape.gateway.sealed import Sealer
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    summary_options=(
+        "--config",
+        "--listen",
+        "--db",
+        "--token-file",
+        "--no-auth",
+        "--allow-remote",
+        "--redact",
+    ),
+)
 @click.option(
     "--config",
     "config_path",
@@ -57,7 +75,7 @@ if TYPE_CHECKING:
     "allow_origins",
     multiple=True,
     metavar="ORIGIN",
-    help="A browser Origin allowed besides this gateway's own (repeatable); others get 403.",
+    help="A browser Origin allowed besides this gateway's own (repeatable; its pages get CORS answers); others get 403.",
 )
 @click.option(
     "--redact",
@@ -107,6 +125,7 @@ if TYPE_CHECKING:
 )
 @rule_options
 @declare_option
+@fault_options
 @otlp_option
 def proxy(
     config_path: str | None,
@@ -128,45 +147,57 @@ def proxy(
     roots: tuple[str, ...],
     inject: str | None,
     declare_capabilities: bool,
+    fault: tuple[str, ...],
+    faults_file: str | None,
     otlp: str | None,
 ) -> None:
     """Serve every registered MCP server over HTTP, recording every session.
 
     Each upstream NAME (see `mcptape servers`) is served at /servers/NAME/mcp
-    (streamable HTTP) and /servers/NAME/sse (legacy HTTP+SSE), whatever transport it
-    speaks itself; a stdio server is started once per client session. GET /health
-    answers {"status":"ok", ...} with the store's state (writable, lag_s), or 503
-    while this replica cannot record.
+    (streamable HTTP) and /servers/NAME/sse (legacy HTTP+SSE), whatever
+    transport it speaks itself; a stdio server is started once per client
+    session. GET /health answers {"status":"ok", ...} with the store's state
+    (writable, lag_s), or 503 while this replica cannot record.
 
-    \b
-    Security: requests need the gateway's token, as `Authorization: Bearer TOKEN`
-    (not forwarded) or `X-Mcptape-Token: TOKEN` (then the client's own Authorization
-    reaches the upstream). The token is $MCPTAPE_PROXY_TOKEN, else a new one printed
-    once and written to --token-file. Host and Origin are checked against DNS
-    rebinding (403). Only registry entries can be started. Ctrl-C or SIGTERM closes
-    every session, stops every upstream and flushes the recording.
-
-    \b
-    Injection (--handle-sampling, --handle-elicitation, --roots, --inject) works as
-    for `record`, in every session. With injection rules, a streamable HTTP upstream
-    is no longer passed through request for request: the gateway runs each session
-    itself (its own session ids), so that it can answer the server's requests.
-
-    \b
-    A fleet (several replicas on one PostgreSQL behind HAProxy, see deploy/): give
-    every replica the same token, database, config and session key
-    (--session-key-file or $MCPTAPE_SESSION_KEY), a --replica name, and
-    --allow-host for the balancer's address. Session ids are then sealed: any
-    replica serves a session whose upstream speaks streamable HTTP; a session with
-    a process (stdio) stays on the replica that started it (the balancer keeps it
-    there; another replica answers 404).
+    Requests need the gateway's token, as `Authorization: Bearer TOKEN` (not
+    forwarded) or `X-Mcptape-Token: TOKEN` (then the client's own
+    Authorization reaches the upstream). The token is $MCPTAPE_PROXY_TOKEN,
+    else a new one printed once and written to --token-file. Host and Origin
+    are checked against DNS rebinding (403). Only registry entries can be
+    started. Ctrl-C or SIGTERM closes every session, stops every upstream and
+    flushes the recording.
 
     \b
     Examples:
       mcptape proxy --config claude_desktop_config.json
       mcptape proxy --listen 127.0.0.1:0 --no-auth
       mcptape proxy --handle-sampling auto --roots /srv/project
-      mcptape proxy --redact /params/arguments/password --redact X-Session-Secret
+
+    \f
+    A fleet (several replicas on one PostgreSQL behind HAProxy, see deploy/):
+    give every replica the same token, database, config and session key
+    (--session-key-file or $MCPTAPE_SESSION_KEY), a --replica name, and
+    --allow-host for the balancer's address. Session ids are then sealed: any
+    replica serves a session whose upstream speaks streamable HTTP; a session
+    with a process (stdio) stays on the replica that started it (the balancer
+    keeps it there; another replica answers 404).
+
+    Injection (--handle-sampling, --handle-elicitation, --roots, --inject)
+    works as for `record`, in every session. With injection rules, a
+    streamable HTTP upstream is no longer passed through request for request:
+    the gateway runs each session itself (its own session ids), so that it
+    can answer the server's requests.
+
+    Faults (--fault, --faults) work as for `record`, in every session; they
+    too need the gateway to run each session itself. `cut` ends the SSE
+    stream the frame would go on (the session goes on; a client may resume
+    it with Last-Event-ID).
+
+    \b
+    More examples:
+      mcptape proxy --redact /params/arguments/password \\
+          --redact X-Session-Secret
+      mcptape proxy --fault 'tools/call=error:-32603,p=0.1'
     """
     host, port = _parse_listen(listen)
     header_names, json_paths = _redactions(redact_names)
@@ -175,6 +206,7 @@ def proxy(
         raise UserError(
             "--declare-capabilities needs rules to declare: --handle-sampling, --handle-elicitation, --roots or --inject"
         )
+    faults = faults_from_cli(fault, faults_file)
     from mcptape.gateway.security import TOKEN_ENV, is_loopback, new_token
 
     if not is_loopback(host):
@@ -193,7 +225,7 @@ def proxy(
     from mcptape.terminal import safe
 
     try:
-        registry = known_upstreams(config_path)
+        registry = known_upstreams(config_path, db=db)
         problems = read_registry(config_path).problems if config_path is not None else {}
     except ConfigError as exc:
         raise UserError(str(exc)) from exc
@@ -226,6 +258,7 @@ def proxy(
         extra_origins=allow_origins,
         rules=rules if rules else None,
         declare_capabilities=declare_capabilities,
+        faults=faults,
         max_sessions=max_sessions,
         replica=replica,
         sealer=sealer,

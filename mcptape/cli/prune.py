@@ -7,6 +7,7 @@ import re
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.helptext import Command
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -19,7 +20,7 @@ def parse_age(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2)]
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option("--older-than", "older_than", required=True, metavar="AGE", help="30d, 12h, 90m, 2w, 3600s.")
 @click.option("--dry-run", is_flag=True, help="Count what would go; remove nothing.")
 @db_option
@@ -35,7 +36,8 @@ def prune(older_than: str, dry_run: bool, db: str | None) -> None:
     \b
     Examples:
       mcptape prune --older-than 30d
-      mcptape prune --older-than 12h --dry-run --db postgresql+psycopg://mcptape@db/recordings
+      mcptape prune --older-than 12h --dry-run \\
+          --db postgresql+psycopg://mcptape@db/recordings
     """
     import time
 

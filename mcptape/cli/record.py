@@ -10,11 +10,22 @@ from typing import Any
 import click
 
 from mcptape.cli.common import UserError, db_option, otlp_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.replay_options import remote_options
-from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cli
+from mcptape.cli.rule_options import (
+    declare_option,
+    fault_options,
+    faults_from_cli,
+    rule_options,
+    rules_from_cli,
+)
 
 
-@click.command(context_settings={"ignore_unknown_options": False})
+@click.command(
+    cls=Command,
+    context_settings={"ignore_unknown_options": False},
+    summary_options=("--db", "--name", "--upstream", "--config", "--url", "--on-store-error"),
+)
 @db_option
 @click.option("--name", metavar="NAME", help="Session name (wrap uses the mcpServers entry name).")
 @click.option(
@@ -65,6 +76,7 @@ from mcptape.cli.rule_options import declare_option, rule_options, rules_from_cl
 @remote_options("Record a remote MCP server at URL instead of COMMAND (streamable HTTP or legacy SSE).")
 @rule_options
 @declare_option
+@fault_options
 @otlp_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- COMMAND [ARGS]...")
 def record(
@@ -81,6 +93,8 @@ def record(
     roots: tuple[str, ...],
     inject: str | None,
     declare_capabilities: bool,
+    fault: tuple[str, ...],
+    faults_file: str | None,
     url: str | None,
     transport: str | None,
     header_flags: tuple[str, ...],
@@ -95,35 +109,53 @@ def record(
     starts at once; the database opens in the background.
 
     \b
-    Exit status: the server's (128+N when it was killed by signal N), also when the
-    client leaves first and the server then exits on its own; 0 when the client left
-    and mcptape had to stop a server that did not exit after its stdin closed; 128+N
-    when mcptape itself was stopped by signal N; 2 when the server cannot be started;
-    1 when the server succeeded but recording failed.
+    Exit status:
+      0      the client left and mcptape stopped a server that did not exit
+      N      the server's exit status (128+N: killed by signal N)
+      128+N  mcptape itself was stopped by signal N
+      2      the server could not be started or the database could not be opened
+      1      the server succeeded but recording failed
 
     \b
     Examples:
       mcptape record -- npx -y @modelcontextprotocol/server-everything
-      mcptape record --name files -- npx -y @modelcontextprotocol/server-filesystem /tmp
-      mcptape record --upstream debug-script
-      mcptape record --db team.db --upstream github --config claude_desktop_config.json
-      mcptape record --handle-sampling auto --handle-elicitation decline -- python server.py
-      mcptape record --url http://127.0.0.1:3001/mcp --header 'Authorization: Bearer ${TOKEN}'
+      mcptape record --name fs -- npx -y @modelcontextprotocol/server-filesystem .
+      mcptape record --upstream github --config claude_desktop_config.json
+      mcptape record --handle-sampling auto -- python server.py
+      mcptape record --url http://127.0.0.1:3001/mcp
       mcptape record --otlp http://localhost:4318 -- python server.py
+
+    \f
+    The server's exit status is ours also when the client leaves first and the
+    server then exits on its own. With --url, a server that cannot be reached at
+    all (the connection is refused, the host name does not resolve) is said in one
+    line and exits 2, as a server command that cannot start.
 
     \b
     In a desktop client's config (claude_desktop_config.json), the entry
-      {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]}
+      {"command": "npx",
+       "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]}
     becomes
-      {"command": "mcptape", "args": ["record", "--name", "files", "--",
-                                      "npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"]}
+      {"command": "mcptape",
+       "args": ["record", "--name", "files", "--",
+                "npx", "-y", "@modelcontextprotocol/server-filesystem", "/tmp"]}
     (`mcptape wrap` does this for every entry, and `mcptape unwrap` undoes it).
+
+    \b
+    More examples:
+      mcptape record --upstream debug-script
+      mcptape record --db team.db --upstream github --config mcp.json
+      mcptape record --handle-sampling auto --handle-elicitation decline -- ./srv
+      mcptape record --url http://127.0.0.1:3001/mcp \\
+          --header 'Authorization: Bearer ${TOKEN}'
+      mcptape record --fault 'tools/call=delay:3000,p=0.3,seed=1' -- ./srv
     """
     rules = rules_from_cli(handle_sampling, handle_elicitation, roots, inject)
     if declare_capabilities and not rules:
         raise UserError(
             "--declare-capabilities needs rules to declare: --handle-sampling, --handle-elicitation, --roots or --inject"
         )
+    faults = faults_from_cli(fault, faults_file)
     import asyncio
 
     from mcptape.cli.record_run import RecordPlan, run_record
@@ -144,6 +176,7 @@ def record(
             transport=remote[2],
             rules=rules,
             declare_capabilities=declare_capabilities,
+            faults=faults,
             otlp=otlp,
         )
         sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))
@@ -164,6 +197,7 @@ def record(
         on_store_error=on_store_error,
         rules=rules,
         declare_capabilities=declare_capabilities,
+        faults=faults,
         otlp=otlp,
     )
     sys.exit(_run_within_memory(lambda: asyncio.run(run_record(plan))))

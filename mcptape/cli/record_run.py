@@ -25,6 +25,7 @@ from mcptape.redact import redact_command
 from mcptape.terminal import say as _say
 
 if TYPE_CHECKING:
+    from mcptape.rules.faults import FaultSet
     from mcptape.rules.rules import Rules
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -46,6 +47,7 @@ class RecordPlan:
     on_store_error: str = "fail"
     rules: Rules | None = None  # injection rules: mcptape answers server requests they match
     declare_capabilities: bool = False
+    faults: FaultSet | None = None  # fault rules: frames mcptape disturbs on purpose
     # A remote upstream (``record --url``): makes the server-facing link instead of spawning argv.
     upstream_link: Callable[[], Link] | None = None
     transport: str = "stdio->stdio"
@@ -63,6 +65,7 @@ async def run_record(plan: RecordPlan) -> int:
         store=OwnStore(plan.db),
         rules=plan.rules,
         declare_capabilities=plan.declare_capabilities,
+        faults=plan.faults,
         forwards_without_store=plan.on_store_error != "fail",
         grace=plan.grace,
         answer_wait=plan.answer_wait,
@@ -119,6 +122,11 @@ async def _relay_and_finish(plan: RecordPlan, session: Session, description: str
             loop.remove_signal_handler(signum)
     code = exit_status(outcome, stopped_by)
     if store.error and plan.on_store_error == "fail":
+        return 2
+    unreached = session.relay.server_end
+    if not stopped_by and unreached is not None and unreached.reason == "unreachable":
+        # As a server command that cannot start: said, and exit 2 (the client got it as an error too).
+        _say(f"error: {unreached.detail}")
         return 2
     if not ok and code == 0:
         _say(f"error: not every frame of this session could be recorded into {store.where()}")

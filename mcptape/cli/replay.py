@@ -25,7 +25,19 @@ if TYPE_CHECKING:
     from mcptape.replay.tape import Tape
 
 
-@click.command(cls=CommandAfterDashes)
+@click.command(
+    cls=CommandAfterDashes,
+    summary_options=(
+        "--db",
+        "--file",
+        "--upstream",
+        "--url",
+        "--ignore",
+        "--ignore-text",
+        "--update",
+        "--junit",
+    ),
+)
 @click.argument("sessions", nargs=-1, metavar="[SESSION|PATTERN]... [-- COMMAND [ARGS]...]")
 @db_option
 @click.option(
@@ -54,6 +66,12 @@ if TYPE_CHECKING:
     "--update",
     is_flag=True,
     help="Make each replay the new reference: a session's name moves to its replay, a --file is rewritten.",
+)
+@click.option(
+    "--allow-empty",
+    is_flag=True,
+    help="Replay a recording in which the client sent no request (it compares nothing: "
+    "without this flag, exit 2).",
 )
 @click.option(
     "--record/--no-record",
@@ -99,6 +117,7 @@ def replay(
     report: str | None,
     junit: str | None,
     update: bool,
+    allow_empty: bool,
     record: bool | None,
     grace: float,
     echo_stderr: bool,
@@ -106,35 +125,47 @@ def replay(
 ) -> None:
     """Re-drive a live server with recorded client frames and compare its responses.
 
-    SESSION is a session id, a unique prefix, a name (the latest session with
-    it) or `last`; a PATTERN (smoke-*) takes the latest session of every
-    matching name; --file takes JSONL exports. Each recording is replayed
-    against a fresh server (a new process, or a new session with the server
-    at --url): the client's frames are sent in order, exactly as
-    recorded, waiting where the client waited; the server's own requests
-    (sampling, elicitation, roots) are answered from the recording; a
-    2026-07-28 retry echoes the requestState the live server gives.
-
-    Responses, their notifications (in any order) and server requests are
-    compared after normalisation (see --keep, --ignore); a redacted value in
-    the recording matches anything. Each differing exchange is printed with
-    the method, tool, JSON Pointer and both values, then a summary line.
-
-    The replay is recorded as a new session (mode replay) whose replay_of is
-    the original.
+    SESSION is a session id, a unique prefix, a name or `last` (a name or last:
+    the latest such session in which the client sent a request); a PATTERN
+    (smoke-*) takes the latest session of every matching name; --file takes
+    JSONL exports. Each recording is replayed against a fresh server, and its
+    responses, notifications and server requests are compared after
+    normalisation (see --keep, --ignore). The first line names the recording
+    compared against; each differing exchange is printed with the request,
+    its arguments, the JSON Pointer and both values (long texts as a diff).
 
     \b
-    Exit status: 0 when every exchange matches, 1 when some differ, 2 when a
-    replay could not run (recording not found, server would not start).
+    Exit status: 0 when every exchange matches (or --update made the replay
+    the reference), 1 when some differ, 2 when a replay could not run
+    (recording not found or with no exchange, server would not start).
 
     \b
     Examples:
       mcptape replay last -- python -m my_server
-      mcptape replay smoke-* --junit report.xml -- npx -y @modelcontextprotocol/server-everything
-      mcptape replay --file tests/recordings/weather.jsonl --upstream weather --config mcp.json
-      mcptape replay weather --url http://127.0.0.1:3001/mcp --header 'Authorization: Bearer ${TOKEN}'
-      mcptape replay weather --ignore 'tools/call:weather=/result/content/*/annotations' -- ./server
+      mcptape replay smoke-* --junit report.xml -- node server.js
+      mcptape replay --file tests/recordings/weather.jsonl -- ./server
+      mcptape replay weather --url http://127.0.0.1:3001/mcp
       mcptape replay weather --update -- ./server     # the change was intended
+
+    \f
+    Each recording is replayed against a fresh server (a new process, or a
+    new session with the server at --url): the client's frames are sent in
+    order, exactly as recorded, waiting where the client waited; the server's
+    own requests (sampling, elicitation, roots) are answered from the
+    recording; a 2026-07-28 retry echoes the requestState the live server
+    gives. Notifications are compared in any order; a redacted value in the
+    recording matches anything. The replay is recorded as a new session (mode
+    replay) whose replay_of is the original.
+
+    \b
+    More examples:
+      mcptape replay smoke-* --junit report.xml \\
+          -- npx -y @modelcontextprotocol/server-everything
+      mcptape replay --file weather.jsonl --upstream weather --config mcp.json
+      mcptape replay weather --url http://127.0.0.1:3001/mcp \\
+          --header 'Authorization: Bearer ${TOKEN}'
+      mcptape replay weather \\
+          --ignore 'tools/call:weather=/result/content/*/annotations' -- ./server
     """
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
 
@@ -159,6 +190,13 @@ def replay(
         )
     _check_outputs(report, junit)
     tapes = load_tapes(db, sessions, files)
+    empty = next((tape for tape in tapes if not tape.exchanges), None)
+    if empty is not None and not allow_empty:
+        raise UserError(
+            f"{empty.source} holds no exchange to compare (its client sent no request): a replay of it "
+            "would test nothing. Name a session with exchanges (`mcptape sessions` lists their frames), "
+            "or give --allow-empty"
+        )
     from mcptape.replay.run import ReplayPlan
 
     plan = ReplayPlan(
@@ -212,7 +250,7 @@ def _run(
     async def main() -> list[Replayed]:
         done = []
         for tape in tapes:
-            click.echo(safe(f"mcptape: replaying {tape.source} ({len(tape.exchanges)} exchanges)"), err=True)
+            click.echo(safe(f"mcptape: replaying {tape.source}: {len(tape.exchanges)} exchanges"), err=True)
             replayed = await replay_tape(tape, plan)
             done.append(replayed)
             if replayed.interrupted_by is not None:
@@ -236,41 +274,50 @@ def _run(
             Path(path).write_text(text, encoding="utf-8")
         except OSError as exc:
             raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
-    if update:
-        _update(tapes, outcomes, plan.db)
+    updated = _update(tapes, outcomes, plan.db) if update else set()
     stopped = next((o.interrupted_by for o in outcomes if o.interrupted_by is not None), None)
     if stopped is not None:
         return 128 + stopped
     if any(r.error for r in results):
         return 2
-    return 1 if any(r.failed for r in results) else 0
+    # A recording --update made the replay's reference is no failure: the change was intended.
+    return 1 if any(r.failed and id(r) not in updated for r in results) else 0
 
 
-def _update(tapes: list[Tape], outcomes: list[Replayed], db: str | None) -> None:
-    """--update: each replay that ran becomes the reference of its recording."""
+def _update(tapes: list[Tape], outcomes: list[Replayed], db: str | None) -> set[int]:
+    """--update: each replay that ran becomes the reference of its recording; the ids of the
+    results whose recording was updated."""
     from mcptape.replay.run import write_jsonl
 
     store = None
+    updated: set[int] = set()
     try:
         for tape, outcome in zip(tapes, outcomes, strict=False):
-            if outcome.result.error:
+            result = outcome.result
+            if result.error or outcome.interrupted_by is not None:
                 continue
             if tape.session_id is None:
                 write_jsonl(Path(tape.source), outcome.frames)
                 click.echo(f"mcptape: updated {tape.source}", err=True)
-            elif outcome.result.replay_id is not None and tape.name:
+            elif result.replay_id is not None and tape.name:
                 if store is None:
                     from mcptape.store import open_store
 
                     store = open_store(db)
                 store.update_session(tape.session_id, name=None)
-                store.update_session(outcome.result.replay_id, name=tape.name)
+                store.update_session(result.replay_id, name=tape.name)
                 click.echo(
-                    f"mcptape: the name {tape.name!r} now refers to the replay {outcome.result.replay_id[:12]}",
+                    f"mcptape: the name {tape.name!r} now refers to the replay {result.replay_id[:12]}",
                     err=True,
                 )
+            else:
+                why = "it has no name" if result.replay_id is not None else "the replay was not recorded"
+                click.echo(f"mcptape: cannot update {tape.source}: {why}", err=True)
+                continue
+            updated.add(id(result))
     except OSError as exc:
         raise UserError(f"cannot update the recording: {exc}") from None
     finally:
         if store is not None:
             store.close()
+    return updated

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from mcptape.cli.common import UserError
+from mcptape.cli.helptext import Command
 
 if TYPE_CHECKING:
     from mcptape.replay.tape import Tape
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 COMMAND_KEY = "mcptape.command"
 
 
-class CommandAfterDashes(click.Command):
+class CommandAfterDashes(Command):
     """A command whose arguments after ``--`` are a server command line, kept apart from the rest."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
@@ -135,8 +136,8 @@ def comparison_options(func: Any) -> Any:
         multiple=True,
         metavar="[METHOD[:TOOL]=]POINTER",
         help="Leave a JSON Pointer out of the comparison; * matches any member or element; scope it to a "
-        "method or a tool (tools/call:weather=/result/structuredContent/humidity); METHOD=/ drops that "
-        "method's notifications altogether. Repeatable.",
+        "method or a tool (tools/call:weather=/result/isError); METHOD=/ drops that method's "
+        "notifications altogether. Repeatable.",
     )(func)
 
 

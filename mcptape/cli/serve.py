@@ -19,7 +19,10 @@ from mcptape.cli.replay_options import (
 )
 
 
-@click.command(cls=CommandAfterDashes)
+@click.command(
+    cls=CommandAfterDashes,
+    summary_options=("--db", "--file", "--on-miss", "--strict", "--pace", "--listen"),
+)
 @click.argument("session", required=False, metavar="[SESSION] [-- COMMAND [ARGS]...]")
 @db_option
 @click.option(
@@ -40,8 +43,20 @@ from mcptape.cli.replay_options import (
 @click.option(
     "--strict", is_flag=True, help="Exit 1 if recorded requests were never asked for, or a request missed."
 )
+@click.option(
+    "--pace",
+    default="recorded",
+    show_default=True,
+    metavar="recorded|fast|FACTOR",
+    help="How the messages sent with an answer are spaced: recorded (each gap capped at 1 s), fast "
+    "(no gaps), or FACTOR times as fast as recorded. A notification and the answer after it are "
+    "always 20 ms apart.",
+)
 @upstream_options
-@remote_options()
+@remote_options(
+    "With --on-miss forward: forward the requests the recording has no answer for to the remote "
+    "MCP server at URL (streamable HTTP or legacy SSE) instead of a COMMAND."
+)
 @comparison_options
 @click.option(
     "--record/--no-record",
@@ -79,6 +94,7 @@ def serve(
     file: str | None,
     on_miss: str,
     strict: bool,
+    pace: str,
     upstream: str | None,
     config_path: str | None,
     url: str | None,
@@ -96,25 +112,15 @@ def serve(
 ) -> None:
     """Play the server side of a recording to an MCP client, over stdio or HTTP.
 
-    SESSION is a session id, a unique prefix, a name or `last` (or --file for
-    a JSONL export). Each request is matched by method and parameters
-    (normalised as `replay` does: see --keep, --ignore), never by id;
-    identical requests get their recorded responses in order; the
-    notifications and the server's own requests (sampling, elicitation) that
-    came with a response are sent again first, each server request waiting
-    for the client's answer. `initialize` and `server/discover` get the
-    recorded answer whatever the client asks. A request with no match gets a
-    JSON-RPC error naming the three nearest recorded requests and the fields
-    that differ. With --on-miss forward such a request goes to a real server
-    instead (a command after --, --url URL or --upstream NAME; one per client
-    session), and its answer goes to the client and into the recording.
-
-    With --listen HOST:PORT it serves over streamable HTTP and legacy SSE
-    instead, until Ctrl-C or SIGTERM, as `mcptape proxy` serves an upstream:
-    Host and Origin are checked, and requests need a token
-    ($MCPTAPE_PROXY_TOKEN, else a new one printed once and written to
-    --token-file) unless --no-auth. Each client session is played the
-    recording from its start, and recorded as its own session.
+    SESSION is a session id, a unique prefix, a name or `last` (a name or last:
+    the latest such session in which the client sent a request), or --file for
+    a JSONL export. Each request is matched by method and parameters
+    (normalised as `replay` does: see --keep, --ignore; absent, null and empty
+    params are the same), never by id; identical requests get their recorded
+    responses in order, after the notifications and server requests that came
+    with them, paced as recorded (--pace). A request with no match gets a
+    JSON-RPC error naming the nearest recorded requests and the fields that
+    differ, or, with --on-miss forward, goes to a real server.
 
     \b
     Exit status: 0; 1 with --strict when a recorded request was never asked
@@ -125,14 +131,36 @@ def serve(
       mcptape serve last
       mcptape serve --file tests/recordings/weather.jsonl --strict
       mcptape serve weather --on-miss forward -- python -m weather_server
-      mcptape serve weather --on-miss forward --url http://127.0.0.1:3001/mcp
       mcptape serve weather --listen 127.0.0.1:8809
     In a client's config: {"command": "mcptape", "args": ["serve", "weather"]}
+
+    \f
+    The notifications and the server's own requests (sampling, elicitation)
+    that came with a response are sent again first, each server request
+    waiting for the client's answer. `initialize` and `server/discover` get
+    the recorded answer whatever the client asks. With --on-miss forward a
+    request the recording has no answer for goes to a real server (a command
+    after --, --url URL or --upstream NAME; one per client session), and its
+    answer goes to the client and into the recording.
+
+    With --listen HOST:PORT it serves over streamable HTTP and legacy SSE
+    instead, until Ctrl-C or SIGTERM, as `mcptape proxy` serves an upstream:
+    Host and Origin are checked, and requests need a token
+    ($MCPTAPE_PROXY_TOKEN, else a new one printed once and written to
+    --token-file) unless --no-auth. Each client session is played the
+    recording from its start, and recorded as its own session.
+
+    \b
+    More examples:
+      mcptape serve weather --on-miss forward --url http://127.0.0.1:3001/mcp
+      mcptape serve weather --pace fast
     """
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
+    from mcptape.replay.pace import parse_pace
 
     try:
         normaliser = Normaliser.from_options(keep, ignore, ignore_text)
+        paced = parse_pace(pace)
     except (IgnoreRuleError, ValueError) as exc:
         raise UserError(str(exc)) from None
     if bool(session) == bool(file):
@@ -160,6 +188,7 @@ def serve(
         forward_link=remote[1] if remote else None,
         forward_description=remote[0] if remote else None,
         normaliser=normaliser,
+        pace=paced,
         otlp=otlp,
     )
     if address is None:

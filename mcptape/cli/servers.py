@@ -5,12 +5,13 @@ from __future__ import annotations
 import click
 
 from mcptape.cli.common import UserError
+from mcptape.cli.helptext import Command
 from mcptape.cli.output import output_options
 
 COLUMNS = ("name", "transport", "source", "target")
 
 
-@click.command()
+@click.command(cls=Command)
 @click.option(
     "--config",
     "config_path",

@@ -4,11 +4,13 @@ to open the database and find a session from what the user typed."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.output import output_options
 from mcptape.terminal import safe
 
@@ -16,14 +18,19 @@ if TYPE_CHECKING:
     from sqlalchemy import RowMapping
 
     from mcptape.store import Store
+    from mcptape.store.targets import Target
 
-# Most useful first: what to type to see it, what it is, how it ended; the long upstream last.
-TABLE_COLUMNS = ["id", "name", "status", "started", "duration", "frames", "upstream"]
-KEEP_WHOLE = ("id", "started", "duration", "frames")
-SHRINK_FIRST = ("upstream", "name")  # a narrow terminal cuts these first, then the status
+T = TypeVar("T")
+
+# Most useful first: what to type to see it, what it is and what made it, how it ended;
+# the long upstream last.
+# Short headers: at 80 columns every letter is a letter of a name or a status less.
+TABLE_COLUMNS = ["id", "name", "mode", "status", "started", "took", "frames", "server"]
+KEEP_WHOLE = ("id", "mode", "started", "took", "frames")
+SHRINK_FIRST = ("server", "name", "status")  # a narrow terminal cuts these, in this order
 DATA_COLUMNS = [
     "id", "name", "mode", "transport", "upstream", "started", "ended", "duration_s",
-    "frames", "status", "exit_code", "protocol_version", "client", "server",
+    "frames", "status", "exit_code", "protocol_version", "client", "server", "replay_of",
 ]  # fmt: skip
 
 
@@ -73,17 +80,48 @@ def _peer(name: str | None, version: str | None) -> str | None:
 
 
 def table_row(row: RowMapping, label: str) -> list[Any]:
-    """A session as the table shows it: short id, status ``label``, local start, readable duration."""
+    """A session as the table shows it: short id, name, mode, status ``label``, local start,
+    readable duration, frames, the upstream in short."""
     ended = row["ended_at"]
     return [
         row["id"][:12],
-        row["name"],
+        table_name(row),
+        row["mode"],
         label,
         local_time(row["started_at"]),
         format_duration(ended - row["started_at"] if ended is not None else None),
         row["frames"],
-        row["upstream"],
+        short_upstream(row["upstream"]),
     ]
+
+
+def table_name(row: RowMapping) -> str | None:
+    """The session's name; for an unnamed replay or served session, the name of the recording
+    it played, in parentheses (it is not that session's name: `show NAME` means the recording)."""
+    if row["name"] or not row.get("replay_of_name"):
+        return row["name"]
+    return f"({row['replay_of_name']})"
+
+
+def short_upstream(upstream: str | None) -> str | None:
+    """A command line as the table shows it, its telling words first: the program without its
+    directory, a script of an npm package as the package (``node server-filesystem``), other
+    long paths as their last two parts. `show` and --json give it whole."""
+    if not upstream or "://" in upstream.split(" ", 1)[0]:
+        return upstream  # a URL is read from its start
+    out = []
+    for i, word in enumerate(upstream.split(" ")):
+        parts = word.split("/")
+        if "/node_modules/" in word:
+            package = word.rsplit("/node_modules/", 1)[1].split("/")
+            out.append(package[1] if package[0].startswith("@") and len(package) > 1 else package[0])
+        elif word.startswith("/") and i == 0:
+            out.append(parts[-1] or word)
+        elif word.startswith("/") and len(parts) > 4:
+            out.append("…/" + "/".join(parts[-2:]))
+        else:
+            out.append(word)
+    return " ".join(out)
 
 
 def data_row(row: RowMapping, lost: bool = False) -> list[Any]:
@@ -105,6 +143,7 @@ def data_row(row: RowMapping, lost: bool = False) -> list[Any]:
         row["protocol_version"],
         _peer(row["client_name"], row["client_version"]),
         _peer(row["server_name"], row["server_version"]),
+        row["replay_of"],
     ]
 
 
@@ -136,17 +175,40 @@ def server_spoke(conn: Any, session_id: str) -> bool:
     return conn.execute(query).first() is not None
 
 
+def stopped_by_mcptape(conn: Any, session_id: str) -> bool:
+    """Whether mcptape signalled the server at the end, as the session's exit event says."""
+    from sqlalchemy import select
+
+    from mcptape.cli.status import stopped_in
+    from mcptape.store.schema import events
+
+    query = (
+        select(events.c.data)
+        .where(events.c.session_id == session_id, events.c.kind == "process_exit")
+        .order_by(events.c.id.desc())
+        .limit(1)
+    )
+    return stopped_in(conn.execute(query).scalar())
+
+
 def session_label(store: Store, conn: Any, row: RowMapping) -> str:
     """The status label of one session row, looking at the recording only when it matters."""
     from mcptape.cli.status import status_label
 
     gone = recorder_gone(store, row)
     spoke = True
+    stopped = False
     code = row["exit_code"]
     if row["status"] in ("ok", "closed", "error") and code is not None and code != 0:
         spoke = server_spoke(conn, row["id"])
+    if row["status"] in ("ok", "closed") and code is not None and code != 0:
+        stopped = stopped_by_mcptape(conn, row["id"])
     return status_label(
-        row["status"], code, server_spoke=spoke, recorder_alive=None if gone is None else not gone
+        row["status"],
+        code,
+        server_spoke=spoke,
+        recorder_alive=None if gone is None else not gone,
+        stopped_by_us=stopped,
     )
 
 
@@ -160,18 +222,33 @@ def open_for_reading(db: str | None) -> Store:
         raise UserError(str(exc)) from None
 
 
-def session_or_error(source: Any, ref: str) -> RowMapping:
-    """The session ``ref`` names, or a one-line error listing candidates."""
+def session_or_error(source: Any, ref: str, *, replayable: bool = False) -> RowMapping:
+    """The session ``ref`` names, or a one-line error listing candidates (``replayable``: see
+    :func:`mcptape.store.queries.resolve_session`)."""
+    from mcptape.store.queries import resolve_session
+
+    return _found_or_error(lambda src, name: resolve_session(src, name, replayable=replayable), source, ref)
+
+
+def target_or_error(source: Any, ref: str) -> Target:
+    """The session or conversation ``ref`` names (:func:`mcptape.store.targets.resolve_target`),
+    or a one-line error."""
+    from mcptape.store.targets import resolve_target
+
+    return _found_or_error(resolve_target, source, ref)
+
+
+def _found_or_error(lookup: Callable[[Any, str], T], source: Any, ref: str) -> T:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from mcptape.store.queries import SessionLookupError, resolve_session
+    from mcptape.store.queries import SessionLookupError
 
     try:
-        return resolve_session(source, ref)
+        return lookup(source, ref)
     except SessionLookupError as exc:
         raise UserError(str(exc)) from None
     except SQLAlchemyError as exc:
-        raise UserError(f"cannot read the sessions table: {database_message(exc)}") from None
+        raise UserError(f"cannot read the recording: {database_message(exc)}") from None
 
 
 def database_message(exc: BaseException) -> str:
@@ -181,7 +258,7 @@ def database_message(exc: BaseException) -> str:
     return lines[0] if lines else type(original).__name__
 
 
-@click.command()
+@click.command(cls=Command)
 @db_option
 @click.option(
     "--limit", "-n", type=click.IntRange(min=1), default=None, metavar="N", help="Show at most N sessions."
@@ -192,18 +269,20 @@ def sessions(db: str | None, limit: int | None, name: str | None, fmt: str) -> N
     """List recorded sessions, latest first.
 
     The table shows the short id (what `show` and `export` accept, as does
-    any unique prefix, the session name or `last`), the name, the status,
-    the local start time, how long the session lasted, its frame count and
-    the upstream (the server's command line). Statuses: running; ok (the
-    server exited 0); closed (the client left; "closed (server exit N)" when
-    the server's exit then was not 0); failed
-    (the server exited with an error before sending anything: it did not
-    start); error (the server ended the session with status N or signal N);
-    interrupted (mcptape was stopped by a signal); lost (still marked
-    running, but the recorder on this machine is gone). --json, --nl and
-    --csv give programs the full id, ISO 8601 times, the duration in
-    seconds, the status as stored (or lost), the exit code, protocol version
-    and client and server names.
+    any unique prefix, the session name or `last`), the name (a replay's is
+    the replayed recording's, in parentheses), the mode (what made it:
+    record, proxy, call, replay, serve), the status, the local start time,
+    how long it took, its frame count and the server (the upstream: its
+    command line in short, or its URL). Statuses: running; ok (the server exited 0);
+    closed (the client left, and the server exited or mcptape stopped it;
+    "closed (server exit N)" when it exited with N); failed (the server
+    exited with an error before sending anything: it did not start); error
+    (the server ended the session with status N or signal N); interrupted
+    (mcptape was stopped by a signal); lost (still marked running, but the
+    recorder on this machine is gone). --json, --nl and --csv give programs
+    the full id, ISO 8601 times, the duration in seconds, the status as
+    stored (or lost), the exit code, protocol version, client and server
+    names, and the session a replay played (replay_of).
 
     \b
     Examples:
@@ -228,7 +307,7 @@ def sessions(db: str | None, limit: int | None, name: str | None, fmt: str) -> N
                     for r in iter_sessions(conn, limit=limit, name=name)
                 ]
                 listed = len(table)
-                emit(table, TABLE_COLUMNS, fmt, keep=KEEP_WHOLE)
+                emit(table, TABLE_COLUMNS, fmt, keep=KEEP_WHOLE, shrink_first=SHRINK_FIRST)
             else:
                 data = (
                     data_row(r, session_label(store, conn, r) == "lost")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from mcptape.cli.common import UserError, db_option, writing_output
+from mcptape.cli.helptext import Command
 from mcptape.cli.summaries import _dict, compact, count_of, summarize_request, summarize_result
 from mcptape.terminal import safe, safe_lines
 from mcptape.wire.frame import encode_id
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from sqlalchemy import RowMapping
 
     from mcptape.store.queries import StoredEvent, StoredFrame
+    from mcptape.store.targets import Target
 
 ARROWS: Final = {"c2s": "→", "s2c": "←"}
 EVENT_MARK: Final = "·"
@@ -39,6 +41,7 @@ KIND_SHORT: Final = {
     "client_closed": "closed",
 }
 KIND_WIDTH: Final = 6
+TAG_WIDTH: Final = 6
 METHOD_WIDTH: Final = 22  # a longer method pushes its summary right rather than being cut
 
 
@@ -52,6 +55,7 @@ class Line:
     method: str
     summary: str
     body: str | None = None  # the whole message, for --full
+    tag: str = ""  # in a conversation: which session (the start of its id)
 
 
 class Timeline:
@@ -128,17 +132,27 @@ def _lenient_message(frame: StoredFrame) -> Any:
 
 def event_line(event: StoredEvent) -> Line:
     """The line for an event: a stderr line, a process start or exit, an error."""
-    return Line(event.ts, EVENT_MARK, event.kind, "", event.text or compact(event.data or ""))
+    from mcptape.cli.status import stopped_in
+
+    text = event.text or compact(event.data or "")
+    if event.kind == "process_exit" and stopped_in(event.data):
+        text += " (by mcptape: the server did not exit after its client left)"
+    return Line(event.ts, EVENT_MARK, event.kind, "", text)
 
 
 def render_line(line: Line, start: float) -> str:
-    """A line as text: offset from the session start, arrow, kind, method and id, summary.
+    """A line as text: offset from the session start, the session's tag in a conversation,
+    arrow, kind, method and id, summary.
 
     Everything a recording controls is escaped (:func:`mcptape.terminal.safe`).
     """
     offset = f"{'+' if line.ts >= start else '-'}{abs(line.ts - start):.3f}s"
     kind = KIND_SHORT.get(line.kind, line.kind)
-    text = f"{offset:>8} {line.mark} {safe(kind):<{KIND_WIDTH}} {safe(line.method):<{METHOD_WIDTH}} {safe(line.summary)}"
+    tag = f" {line.tag}" if line.tag else ""
+    text = (
+        f"{offset:>8}{tag} {line.mark} {safe(kind):<{KIND_WIDTH}} {safe(line.method):<{METHOD_WIDTH}} "
+        f"{safe(line.summary)}"
+    )
     return text.rstrip()
 
 
@@ -166,6 +180,8 @@ def header(row: RowMapping, handshake: dict[str, str], label: str) -> list[str]:
     first = [f"session {row['id'][:12]}"]
     if row["name"]:
         first.append(row["name"])
+    if row.get("replay_of"):
+        first.append(f"{row['mode']} of {row['replay_of'][:12]}")
     first.append(label)
     lines = [" · ".join(first)]
     if row["upstream"]:
@@ -178,6 +194,38 @@ def header(row: RowMapping, handshake: dict[str, str], label: str) -> list[str]:
             peers.append(f"{side} {pick(f'{side}_name')} {pick(f'{side}_version')}".rstrip())
     if peers:
         lines.append(" · ".join(peers))
+    return [safe(line) for line in lines]
+
+
+def session_tags(target: Target) -> list[str]:
+    """What marks each session's lines in a conversation: the start of its id, long enough
+    to tell them apart (and to type: `mcptape show TAG` shows that session alone)."""
+    ids = target.session_ids
+    width = TAG_WIDTH
+    while len({i[:width] for i in ids}) < len(ids) and width < max(len(i) for i in ids):
+        width += 2
+    return [i[:width] for i in ids]
+
+
+def conversation_header(target: Target, tags: list[str], labels: list[str]) -> list[str]:
+    """A conversation: its id, how many sessions, and a line per session (tag, id, mode,
+    replica, status ``labels``). Escaped, not yet cut."""
+    what = f"conversation {target.conversation} · {count_of(len(target.sessions), 'session')}"
+    if target.seqs is not None:
+        exchanges = sum(len(s) for s in target.seqs.values())
+        what += f" · {count_of(exchanges, 'frame')} of its exchanges"
+    lines = [what]
+    for tag, row, label in zip(tags, target.sessions, labels, strict=True):
+        parts = [f"{tag} = session {row['id'][:12]}"]
+        if row["name"]:
+            parts.append(row["name"])
+        parts.append(row["mode"])
+        if row["replica"]:
+            parts.append(f"replica {row['replica']}")
+        if row["protocol_version"]:
+            parts.append(f"protocol {row['protocol_version']}")
+        parts.append(label)
+        lines.append("  " + " · ".join(parts))
     return [safe(line) for line in lines]
 
 
@@ -218,7 +266,7 @@ def full_body(frame: StoredFrame) -> str:
     return "".join(f"      {safe_lines(line)}\n" for line in text.split("\n"))
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("session")
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print the frames as NDJSON, one object per frame.")
@@ -235,7 +283,7 @@ def full_body(frame: StoredFrame) -> str:
     "which always prints messages whole.",
 )
 def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) -> None:
-    """Show one recorded session as a timeline.
+    """Show one recorded session, or one conversation, as a timeline.
 
     SESSION is a session id, a unique prefix of one, a session name (the latest
     session with that name) or `last`. The header gives the short id, name
@@ -251,10 +299,19 @@ def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) 
     in what was recorded are shown escaped (\\u001b), never sent to the
     terminal.
 
+    SESSION may also name a conversation (see the `conversations` view): a
+    `conversation_id` that the session rows of several gateway replicas
+    share, or a `trace-...` or `client-...` id the view stitched from
+    2026-07-28 traffic (then only that conversation's exchanges are shown,
+    and the events of their sessions while they ran). The frames of all its
+    sessions come merged by time, each line marked with the start of its
+    session's id; the header lists the sessions.
+
     With --json, each frame is printed as one JSON object per line:
     {seq, ts, direction, origin, kind, method, id, size, meta, message} where
     `message` is the parsed JSON, or `text` when the frame is not JSON (and
-    `raw_b64` when its bytes are not valid UTF-8).
+    `raw_b64` when its bytes are not valid UTF-8); a conversation's frames
+    also carry their `session_id`.
 
     \b
     Examples:
@@ -262,44 +319,64 @@ def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) 
       mcptape show 3f9a2c --no-events
       mcptape show everything --full | less
       mcptape show last --json | jq 'select(.kind == "error")'
+      mcptape show trace-4bf92f3577b34da6a3ce929d0e0e4736
     """
     from sqlalchemy.exc import SQLAlchemyError
 
     from mcptape.cli.output import cut, json_text, terminal_width
-    from mcptape.cli.sessions import database_message, open_for_reading, session_label, session_or_error
-    from mcptape.store.queries import connect, session_events, session_frames, session_handshake
+    from mcptape.cli.sessions import database_message, open_for_reading, session_label, target_or_error
+    from mcptape.store.queries import connect, session_handshake
+    from mcptape.store.targets import target_events, target_frames
 
     if full and as_json:
         raise UserError("--full and --json do not go together: --json always prints every message whole")
     store = open_for_reading(db)
     try:
         with writing_output(), connect(store) as conn:
-            row = session_or_error(conn, session)
+            target = target_or_error(conn, session)
+            many = target.conversation is not None
             out = sys.stdout
             if as_json:
                 import orjson
 
-                for frame in session_frames(conn, row["id"]):
-                    out.write(json_text(orjson.dumps(frame_json(frame), default=str)) + "\n")
+                for index, frame in target_frames(conn, target):
+                    obj = frame_json(frame)
+                    if many:
+                        obj = {"session_id": target.session_ids[index], **obj}
+                    out.write(json_text(orjson.dumps(obj, default=str)) + "\n")
                 out.flush()
                 return
             width = None if full else terminal_width()
-            known = row["protocol_version"] and row["client_name"] and row["server_name"]
-            handshake = {} if known else session_handshake(conn, row["id"])
-            for text in header(row, handshake, session_label(store, conn, row)):
+            tags = session_tags(target) if many else [""]
+            if many:
+                labels = [session_label(store, conn, row) for row in target.sessions]
+                head = conversation_header(target, tags, labels)
+            else:
+                row = target.session
+                known = row["protocol_version"] and row["client_name"] and row["server_name"]
+                handshake = {} if known else session_handshake(conn, row["id"])
+                head = header(row, handshake, session_label(store, conn, row))
+            for text in head:
                 out.write((cut(text, width) if width else text) + "\n")
-            timeline = Timeline()
+            # Ids repeat across sessions: each session's requests are paired on their own.
+            timelines = [Timeline() for _ in target.sessions]
 
             def frame_lines() -> Iterator[Line]:
-                for frame in session_frames(conn, row["id"]):
-                    line = timeline.frame_line(frame)
+                for index, frame in target_frames(conn, target):
+                    line = timelines[index].frame_line(frame)
+                    line.tag = tags[index]
                     if full:
                         line.body = full_body(frame)
                     yield line
 
-            event_lines = (event_line(e) for e in session_events(conn, row["id"])) if events else iter(())
-            for line in merge(frame_lines(), event_lines):
-                text = render_line(line, row["started_at"])
+            def event_lines() -> Iterator[Line]:
+                for index, event in target_events(conn, target) if events else ():
+                    line = event_line(event)
+                    line.tag = tags[index]
+                    yield line
+
+            for line in merge(frame_lines(), event_lines()):
+                text = render_line(line, target.started_at)
                 out.write((cut(text, width) if width else text) + "\n")
                 if line.body:
                     out.write(line.body)

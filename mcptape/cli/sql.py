@@ -7,10 +7,11 @@ import contextlib
 import click
 
 from mcptape.cli.common import Interrupted, Seconds, UserError, db_option
+from mcptape.cli.helptext import Command
 from mcptape.cli.output import output_options
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("query")
 @db_option
 @click.option(
@@ -35,6 +36,17 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
     SQLite, to_timestamp(ts) on PostgreSQL. Frame ids (rpc_id) are JSON
     text: 1 and "1" differ.
 
+    Views: messages, exchanges, tool_calls, log_messages, server_requests,
+    http_frames; tables: sessions, frames, events (their columns: --help-all).
+
+    \b
+    Examples:
+      mcptape sql "select tool, count(*), avg(latency_ms) from tool_calls
+                   group by 1"
+      mcptape sql --csv "select * from server_requests
+                         where answered_by = 'proxy'" > injected.csv
+
+    \f
     \b
     Views:
       messages         every JSON-RPC message, batches unpacked: frame_id,
@@ -81,14 +93,11 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
       events    session_id, ts, kind (stderr, process_exit, ...), text, data
 
     \b
-    Examples:
-      mcptape sql "select tool, count(*), avg(latency_ms) from tool_calls group by 1"
+    More examples:
       mcptape sql "select method, max(latency_ms) from exchanges
                    where session_id like '3f9a%' group by 1 order by 2 desc"
       mcptape sql --nl "select level, logger, data from log_messages
                         order by ts desc limit 20"
-      mcptape sql --csv "select * from server_requests
-                         where answered_by = 'proxy'" > injected.csv
       mcptape sql "select method, status, sse from http_frames
                    where kind in ('response', 'error')"
     """

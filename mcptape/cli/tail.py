@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any, Final
 import click
 
 from mcptape.cli.common import UserError, db_option, writing_output
+from mcptape.cli.helptext import Command
 from mcptape.terminal import safe
 
 if TYPE_CHECKING:
     from mcptape.view.feed import FeedItem
+    from mcptape.view.following import Following
 
 DEFAULT_POLL_S: Final = 0.1
 SESSION_WIDTH: Final = 10
@@ -115,14 +117,18 @@ def item_json(item: FeedItem, session: dict[str, Any] | None) -> str:
         return json_with_surrogates(obj)
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    summary_options=("--session", "--name", "--method", "--slow", "--errors", "--json", "--db"),
+)
 @db_option
 @click.option(
     "--session",
     "session_refs",
     multiple=True,
     metavar="SESSION",
-    help="Only this session: an id, a unique prefix, a name or `last` (repeatable).",
+    help="Only this session (an id, a unique prefix, a name or `last`) or this conversation (a shared "
+    "conversation_id, trace-... or client-...: see the conversations view), also where it goes on (repeatable).",
 )
 @click.option(
     "--name",
@@ -193,40 +199,71 @@ def tail(
     ▸/■ mark a session's start and end. Lines fit 80 columns; what a
     recording holds is shown escaped. Ctrl-C stops it (exit status 0).
 
-    With --json, each item is one JSON object per line: {type, session_id,
-    session_name, ts, method, subject, rpc_id, direction, started,
-    duration_ms, status, detail, seq, reply_seq, origin, size}.
-
     \b
     Examples:
       mcptape tail
       mcptape tail --name 'files*' --method 'tools/*' --slow 500
       mcptape tail --errors --kind exchange --kind stderr
       mcptape tail --json | jq 'select(.status != "ok")'
+      mcptape tail --session trace-4bf92f3577b34da6a3ce929d0e0e4736 --last 100
+    \f
+    --session also takes a conversation (as `mcptape show` does) and follows
+    it as it grows: every session row sharing its conversation_id, on any
+    replica, also one opened later; for a trace-... or client-... id of
+    2026-07-28 traffic, each exchange that starts it (its trace, its client)
+    or continues it (echoes a requestState, polls a task it started),
+    wherever it is recorded, and the stderr of those sessions while one of
+    its exchanges runs there.
+
+    With --json, each item is one JSON object per line: {type, session_id,
+    session_name, ts, method, subject, rpc_id, direction, started,
+    duration_ms, status, detail, seq, reply_seq, origin, size}.
     """
     from sqlalchemy.exc import SQLAlchemyError
 
-    from mcptape.cli.sessions import database_message, open_for_reading, session_or_error
+    from mcptape.cli.sessions import database_message, open_for_reading
     from mcptape.view.filters import ItemFilter
 
     store = open_for_reading(db)
     try:
-        ids = [session_or_error(store, ref)["id"] for ref in session_refs] if session_refs else None
         try:
             item_filter = ItemFilter.build(
-                session_ids=ids, names=names, methods=methods, kinds=kinds, slow_ms=slow_ms, errors=errors
+                names=names, methods=methods, kinds=kinds, slow_ms=slow_ms, errors=errors
             )
         except ValueError as exc:
             raise UserError(f"--kind: {exc}") from None
+        following = _following(store, session_refs) if session_refs else None
         try:
-            _follow(store, item_filter, as_json, last_frames, poll_s)
+            _follow(store, item_filter, following, as_json, last_frames, poll_s)
         except SQLAlchemyError as exc:
             raise UserError(f"cannot read the recording: {database_message(exc)}") from None
     finally:
         store.close()
 
 
-def _follow(store: Any, item_filter: Any, as_json: bool, last_frames: int, poll_s: float) -> None:
+def _following(store: Any, refs: tuple[str, ...]) -> Following:
+    """What --session names, each resolved once; a stitched conversation learns what it holds."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from mcptape.cli.sessions import database_message, target_or_error
+    from mcptape.store.targets import target_frames
+    from mcptape.view.following import Following
+
+    targets = [target_or_error(store, ref) for ref in refs]
+    following = Following(targets)
+    try:
+        for target in targets:
+            if target.conversation is not None and target.seqs is not None:
+                frames = target_frames(store, target)
+                following.seed(target.conversation, ((target.session_ids[i], f) for i, f in frames))
+    except SQLAlchemyError as exc:
+        raise UserError(f"cannot read the recording: {database_message(exc)}") from None
+    return following
+
+
+def _follow(
+    store: Any, item_filter: Any, following: Following | None, as_json: bool, last_frames: int, poll_s: float
+) -> None:
     from sqlalchemy import func, select
     from sqlalchemy.exc import OperationalError
 
@@ -239,11 +276,13 @@ def _follow(store: Any, item_filter: Any, as_json: bool, last_frames: int, poll_
     if last_frames:
         with store.engine.connect() as conn:
             after = max(0, (conn.execute(select(func.max(frames.c.id))).scalar() or 0) - last_frames)
-    reader = FeedReader(store, session_ids=item_filter.session_ids, after_frame=after)
+    only = None if following is None or following.everything_read else following.session_ids
+    stitched = following is not None and bool(following.stitched)
+    reader = FeedReader(store, session_ids=only, after_frame=after, meta=stitched)
     width = None if as_json else terminal_width()
     out = sys.stdout
     say(f"following {store.where} (Ctrl-C to stop)")
-    printer = Printer(item_filter, as_json)
+    printer = Printer(item_filter, as_json, following)
     failing = False
     try:
         with writing_output():
@@ -274,13 +313,16 @@ def _follow(store: Any, item_filter: Any, as_json: bool, last_frames: int, poll_
 class Printer:
     """The lines a poll gives: sessions showing up or ending (not with --json), then the items kept."""
 
-    def __init__(self, item_filter: Any, as_json: bool) -> None:
+    def __init__(self, item_filter: Any, as_json: bool, following: Following | None = None) -> None:
         self.filter = item_filter
         self.as_json = as_json
+        self.following = following
         self._shown: set[str] = set()
 
     def lines(self, found: Any, sessions: dict[str, dict[str, Any]]) -> list[str]:
         lines: list[str] = []
+        if self.following is not None:
+            self.following.feed(found.frames, sessions)
         if not self.as_json:
             for row in found.sessions:
                 if self._session_wanted(row):
@@ -290,6 +332,8 @@ class Printer:
                         lines.append(session_line(row, first=first))
         for item in found.items:
             session = sessions.get(item.session_id)
+            if self.following is not None and not self.following.wants(item):
+                continue
             if self.filter.matches(item, session):
                 lines.append(item_json(item, session) if self.as_json else render(item, session))
         return lines
@@ -297,8 +341,7 @@ class Printer:
     def _session_wanted(self, row: dict[str, Any]) -> bool:
         import fnmatch
 
-        wanted = self.filter.session_ids
-        if wanted is not None and row["id"] not in wanted:
+        if self.following is not None and not self.following.wants_session(row["id"], row):
             return False
         names = self.filter.names
         return not names or any(fnmatch.fnmatchcase(row["name"] or "", n) for n in names)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import click
 
 from mcptape.cli.common import UserError, db_option
+from mcptape.cli.helptext import Command
 
 if TYPE_CHECKING:
     from mcptape.config.wrap import WrapOutcome
@@ -103,7 +104,7 @@ def _apply(cfg: _Config, new_document: dict[str, Any], outcomes: list[WrapOutcom
     return True
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("config", required=False, metavar="[CONFIG]")
 @db_option
 @click.option("--dry-run", is_flag=True, help="Print the change as a unified diff; write nothing.")
@@ -164,7 +165,7 @@ def wrap(config: str | None, db: str | None, dry_run: bool, only: tuple[str, ...
         click.echo("Restart the client to start recording.")
 
 
-@click.command()
+@click.command(cls=Command)
 @click.argument("config", required=False, metavar="[CONFIG]")
 @click.option("--dry-run", is_flag=True, help="Print the change as a unified diff; write nothing.")
 @click.option(

@@ -6,15 +6,24 @@ and ``array`` parse as JSON, ``null`` accepts ``null``, and a ``string`` stays a
 is. A property whose schema allows several types takes the first that parses (string
 last). A property the schema does not name is parsed as JSON when it is JSON, else
 kept as a string.
+
+Numbers go out as they were given: an integer exactly whatever its size (never through
+a double: ``9007199254740993`` stays itself), and what JSON cannot carry (``NaN``,
+``inf``, ``1e400``) is a ValidationError, never a ``null`` sent in its place.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
 from mcptape.client.errors import ValidationError
+from mcptape.wire.jsontext import loads_finite
+
+_INTEGER = re.compile(r"\s*[-+]?[0-9]+\s*")
 
 TRUE = {"true", "yes", "on", "1"}
 FALSE = {"false", "no", "off", "0"}
@@ -48,25 +57,32 @@ def _types(schema: Any) -> list[str]:
     return []
 
 
+def _number(text: str) -> float | None:
+    """A finite number written as ``text``; None for anything else (NaN and infinities included)."""
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _not_finite(text: str) -> bool:
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
 def _as(kind: str, text: str, schema: Any) -> tuple[bool, Any]:
     """(parsed, value) for one candidate type."""
+    if kind in ("integer", "number") and _INTEGER.fullmatch(text):
+        return True, int(text)  # exact, never through a double
     if kind == "integer":
-        try:
-            return True, int(text)
-        except ValueError:
-            try:
-                number = float(text)
-            except ValueError:
-                return False, None
-            return (True, int(number)) if number.is_integer() else (False, None)
+        number = _number(text)
+        return (True, int(number)) if number is not None and number.is_integer() else (False, None)
     if kind == "number":
-        try:
-            number = float(text)
-        except ValueError:
-            return False, None
-        return True, int(
-            number
-        ) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+        number = _number(text)
+        return (True, number) if number is not None else (False, None)
     if kind == "boolean":
         low = text.strip().lower()
         if low in TRUE:
@@ -78,7 +94,7 @@ def _as(kind: str, text: str, schema: Any) -> tuple[bool, Any]:
         return (True, None) if text.strip() == "null" else (False, None)
     if kind in ("object", "array"):
         try:
-            value = json.loads(text)
+            value = loads_finite(text)
         except ValueError:
             return False, None
         return (True, value) if isinstance(value, dict if kind == "object" else list) else (False, None)
@@ -87,7 +103,7 @@ def _as(kind: str, text: str, schema: Any) -> tuple[bool, Any]:
         if text in allowed:
             return True, text
         try:
-            value = json.loads(text)
+            value = loads_finite(text)
         except ValueError:
             return False, None
         return (True, value) if value in allowed else (False, None)
@@ -96,19 +112,50 @@ def _as(kind: str, text: str, schema: Any) -> tuple[bool, Any]:
     return False, None
 
 
+def _unsendable(name: str, text: str, numeric: bool) -> ValidationError | None:
+    """The error for a value JSON cannot carry (NaN, infinity, past double range), if it is one.
+
+    ``numeric``: the schema wants a number, so ``nan`` and ``inf`` however spelt mean one;
+    else only what reads as JSON does (``NaN``, ``Infinity``, ``1e400``): ``nan`` is text.
+    """
+    if numeric and _not_finite(text):
+        why = "JSON has no NaN or infinity, nor numbers beyond about 1.8e308"
+    else:
+        try:
+            loads_finite(text)
+            return None
+        except ValueError as exc:
+            try:
+                json.loads(text)
+            except ValueError:
+                return None  # not JSON at all: nothing JSON could not carry
+            why = str(exc)
+    word = text.strip()
+    text_hint = (
+        f", or {name}='\"{word}\"' for the text" if word.replace("-", "").replace("+", "").isalnum() else ""
+    )
+    return ValidationError(f"--tool-arg {name}={text!r}: {why}; give a finite number{text_hint}")
+
+
 def coerce_value(name: str, text: str, schema: Any) -> Any:
     """One ``--tool-arg`` value typed by its property's schema (``None`` schema: unknown property)."""
     kinds = _types(schema)
     if not kinds:
         try:
-            return json.loads(text)
+            return loads_finite(text)
         except ValueError:
+            refused = _unsendable(name, text, numeric=False)
+            if refused is not None:
+                raise refused from None
             return text
     ordered = [k for k in kinds if k != "string"] + [k for k in kinds if k == "string"]
     for kind in ordered:
         ok, value = _as(kind, text, schema)
         if ok:
             return value
+    refused = _unsendable(name, text, numeric=bool({"number", "integer"} & set(kinds)))
+    if refused is not None:
+        raise refused
     wanted = " or ".join(kinds).replace("enum", "one of " + json.dumps(schema.get("enum", [])))
     raise ValidationError(f"--tool-arg {name}={text!r}: expected {wanted}")
 

@@ -12,8 +12,12 @@ puts them into the relay, so they are recorded) and reads what the server sends 
   than ``Timeouts.request_max`` in all; a request that times out is cancelled with
   ``notifications/cancelled``;
 - what the server said besides replies: log messages, other notifications and the
-  requests it sent (answered by the ``handler``: injection rules or a decline), for
-  the output.
+  requests it sent (answered by the ``handler``: injection rules or a decline, or, in
+  the interactive clients, a person, so a handler may return an awaitable), for the
+  output.
+
+A request whose caller is cancelled (a person pressing "cancel", Ctrl-C) tells the
+server with ``notifications/cancelled``, as a timeout does.
 
 Negotiation (``initialize`` or ``server/discover``) is in :mod:`mcptape.client.negotiate`.
 """
@@ -78,8 +82,30 @@ class Reply:
     by: str = "default"
 
 
-ServerRequestHandler = Callable[[str, Any, "str | None"], Reply]
-"""(method, params, name of the tool call in flight) -> the reply to send."""
+ServerRequestHandler = Callable[[str, Any, "str | None"], "Reply | Awaitable[Reply]"]
+"""(method, params, name of the tool call in flight) -> the reply to send, or an awaitable of it
+(a person answers in the interactive clients)."""
+
+
+def _failed(exc: Exception) -> Reply:
+    # A broken rule or dialog must not end the session: the server gets an internal error.
+    return Reply(error={"code": -32603, "message": f"mcptape: {exc}"}, by="error")
+
+
+async def _settled(pending: Awaitable[Reply]) -> Reply:
+    try:
+        return await pending
+    except Exception as exc:
+        return _failed(exc)
+
+
+async def handler_reply(handler: ServerRequestHandler, method: str, params: Any, tool: str | None) -> Reply:
+    """What ``handler`` answers, awaited if it must be; a handler's failure is an internal error reply."""
+    try:
+        reply = handler(method, params, tool)
+    except Exception as exc:
+        return _failed(exc)
+    return reply if isinstance(reply, Reply) else await _settled(reply)
 
 
 @dataclass
@@ -181,10 +207,13 @@ class ClientCore:
         *,
         progress: bool = False,
         limit: float | None = None,
+        progress_token: str | int | None = None,
         sent: Callable[[int], None] | None = None,
     ) -> Any:
         """Send a request and return its result; raises a :class:`ClientError` on anything else.
 
+        ``progress`` asks for progress notifications under the request's id as token, or
+        under ``progress_token`` when given (a front end names its operation so).
         ``limit`` replaces both request timeouts (the handshake is bounded by the connect timeout).
         A request refused with an HTTP status is sent again (with a new id) while
         ``reauthorize`` says it got new credentials. ``sent`` learns each id used, once
@@ -192,15 +221,17 @@ class ClientCore:
         """
         while True:
             try:
-                return await self._request_once(method, params, progress, limit, sent)
+                return await self._request_once(method, params, progress, limit, progress_token, sent)
             except HttpError as exc:
                 if self.reauthorize is None or not await self.reauthorize(exc):
                     raise
 
-    def _enter(self, method: str, params: Any, progress: bool) -> tuple[int, _Pending, dict[str, Any]]:
+    def _enter(
+        self, method: str, params: Any, progress: bool, progress_token: str | int | None = None
+    ) -> tuple[int, _Pending, dict[str, Any]]:
         """A new request: its id, its entry among those in flight, its message."""
         rid = self._last_id = next(self._ids)
-        token = rid if progress else None
+        token = progress_token if progress_token is not None else (rid if progress else None)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         params_sent = self._params(params, token)
         if params_sent is not None:
@@ -216,17 +247,25 @@ class ClientCore:
         params: Any,
         progress: bool,
         limit: float | None,
+        progress_token: str | int | None,
         sent: Callable[[int], None] | None,
     ) -> Any:
         if self.lost is not None:
             raise ConnectionLost(self.lost)
-        rid, entry, message = self._enter(method, params, progress)
+        rid, entry, message = self._enter(method, params, progress, progress_token)
         limits = self.timeouts if limit is None else Timeouts(self.timeouts.connect, limit, limit)
+        sent_it = False
         try:
             await self.send(encode_message(message))
+            sent_it = True
             if sent is not None:
                 sent(rid)
             return await self._wait(entry, rid, limits)
+        except asyncio.CancelledError:
+            if sent_it and self.lost is None:
+                # The caller gave up (a person's "cancel"): the server may stop working on it.
+                self._spawn(self._tell_cancelled(rid))
+            raise
         finally:
             self._pending.pop(str(rid), None)
 
@@ -271,6 +310,11 @@ class ClientCore:
         with contextlib.suppress(Exception):  # the link may be gone: the timeout is what matters
             await self.notify(CANCELLED, {"requestId": rid, "reason": reason})
         raise RequestTimeout(reason + self.stray_note())
+
+    async def _tell_cancelled(self, rid: int) -> None:
+        # Often sent as the session ends (Ctrl-C): a closed link is no news then.
+        with contextlib.suppress(Exception):
+            await self.notify(CANCELLED, {"requestId": rid, "reason": "cancelled by the client"})
 
     # -- receiving --------------------------------------------------------------------
 
@@ -347,12 +391,21 @@ class ClientCore:
 
     def _server_request(self, rpc_id: Any, method: str, params: Any) -> None:
         if method == "ping":
-            reply = Reply(result={}, by="mcptape")
-        else:
-            try:
-                reply = self.handler(method, params, self.tool_in_flight)
-            except Exception as exc:  # a broken rule must not end the session
-                reply = Reply(error={"code": -32603, "message": f"mcptape: {exc}"}, by="error")
+            self._answer(rpc_id, method, params, Reply(result={}, by="mcptape"))
+            return
+        try:
+            reply = self.handler(method, params, self.tool_in_flight)
+        except Exception as exc:
+            reply = _failed(exc)
+        if isinstance(reply, Reply):
+            self._answer(rpc_id, method, params, reply)
+        else:  # someone is asked: the answer comes later, and other frames go on meanwhile
+            self._spawn(self._answer_later(rpc_id, method, params, reply))
+
+    async def _answer_later(self, rpc_id: Any, method: str, params: Any, pending: Awaitable[Reply]) -> None:
+        self._answer(rpc_id, method, params, await _settled(pending))
+
+    def _answer(self, rpc_id: Any, method: str, params: Any, reply: Reply) -> None:
         record = ServerRequest(method, params, reply.by, reply.result, reply.error)
         self.server_requests.append(record)
         if self.on_message is not None:
@@ -362,7 +415,10 @@ class ClientCore:
             answer["error"] = reply.error
         else:
             answer["result"] = reply.result
-        task = asyncio.ensure_future(self._reply(encode_message(answer)))
+        self._spawn(self._reply(encode_message(answer)))
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

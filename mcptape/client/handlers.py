@@ -4,6 +4,8 @@ The rules are the proxy's (:mod:`mcptape.rules.rules`, one implementation for bo
 rule answers is declined, captured for the output and said on stderr: an elicitation
 gets ``{"action": "decline"}``, sampling the error the spec's examples use for a
 refusal, anything else "method not found". ``ping`` is answered by the core itself.
+The interactive clients (web and terminal) put a person between the rules and the
+decline: :func:`asking_handler`.
 
 2026-07-28 servers ask inside results instead (``resultType: "input_required"``):
 :func:`request_with_input` answers each input request the same way and retries the
@@ -12,10 +14,10 @@ original request with ``inputResponses`` and the echoed ``requestState``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from mcptape.client.core import ClientCore, Reply, ServerRequest, ServerRequestHandler
+from mcptape.client.core import ClientCore, Reply, ServerRequest, ServerRequestHandler, handler_reply
 from mcptape.client.errors import ApplicationError, ProtocolError
 from mcptape.wire.protocol import ELICITATION, ROOTS_LIST, SAMPLING
 
@@ -36,22 +38,52 @@ def decline(method: str) -> Reply:
     return Reply(error={"code": -32601, "message": f"Method not found: {method}"}, by="default")
 
 
+def rules_answer(rules: Rules | None, method: str, params: Any, tool: str | None) -> Reply | None:
+    """What the first matching rule answers, or None when no rule does."""
+    if not rules:
+        return None
+    from mcptape.rules.rules import RuleContext
+
+    answer = rules.answer(method, params, RuleContext(tool_name=tool))
+    if answer is None:
+        return None
+    if answer.kind == "error":
+        return Reply(error=answer.error, by="rule")
+    return Reply(result=answer.result, by="rule")
+
+
+def _declined(method: str, warn: Callable[[str], None]) -> Reply:
+    flag = FLAG_FOR.get(method)
+    hint = f" (give {flag} to answer it)" if flag else ""
+    warn(f"warning: the server sent {method}; declined{hint}")
+    return decline(method)
+
+
 def rules_handler(rules: Rules | None, warn: Callable[[str], None]) -> ServerRequestHandler:
     """A handler answering from ``rules`` first, declining (with a warning) what they leave."""
 
     def handle(method: str, params: Any, tool: str | None) -> Reply:
-        if rules:
-            from mcptape.rules.rules import RuleContext
+        return rules_answer(rules, method, params, tool) or _declined(method, warn)
 
-            answer = rules.answer(method, params, RuleContext(tool_name=tool))
-            if answer is not None:
-                if answer.kind == "error":
-                    return Reply(error=answer.error, by="rule")
-                return Reply(result=answer.result, by="rule")
-        flag = FLAG_FOR.get(method)
-        hint = f" (give {flag} to answer it)" if flag else ""
-        warn(f"warning: the server sent {method}; declined{hint}")
-        return decline(method)
+    return handle
+
+
+Ask = Callable[[str, Any, "str | None"], "Awaitable[Reply] | None"]
+"""(method, params, tool in flight) -> a person's answer to come, or None when nobody can answer."""
+
+
+def asking_handler(
+    rules: Callable[[], Rules | None], ask: Ask, warn: Callable[[str], None]
+) -> ServerRequestHandler:
+    """The interactive clients' handler: the rules (as they are now: a person may change them)
+    first, then a person (``ask``), then the decline ``call`` gives."""
+
+    def handle(method: str, params: Any, tool: str | None) -> Reply | Awaitable[Reply]:
+        by_rule = rules_answer(rules(), method, params, tool)
+        if by_rule is not None:
+            return by_rule
+        asked = ask(method, params, tool)
+        return asked if asked is not None else _declined(method, warn)
 
     return handle
 
@@ -62,6 +94,7 @@ async def request_with_input(
     params: Any,
     *,
     progress: bool = False,
+    progress_token: str | int | None = None,
     sent: Callable[[int], None] | None = None,
 ) -> Any:
     """``core.request`` that answers 2026-07-28 ``input_required`` results and retries.
@@ -70,7 +103,9 @@ async def request_with_input(
     """
     current = params
     for _ in range(MAX_INPUT_ROUNDS):
-        result = await core.request(method, current, progress=progress, sent=sent)
+        result = await core.request(
+            method, current, progress=progress, progress_token=progress_token, sent=sent
+        )
         if not isinstance(result, dict) or result.get("resultType") != "input_required":
             return result
         requests = result.get("inputRequests") or {}
@@ -81,7 +116,7 @@ async def request_with_input(
             if not isinstance(request, dict) or not isinstance(request.get("method"), str):
                 raise ProtocolError(f"{method}: input request {key!r} has no method")
             asked = request["method"]
-            reply = core.handler(asked, request.get("params"), core.tool_in_flight)
+            reply = await handler_reply(core.handler, asked, request.get("params"), core.tool_in_flight)
             core.server_requests.append(
                 ServerRequest(asked, request.get("params"), reply.by, reply.result, reply.error)
             )

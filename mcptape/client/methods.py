@@ -79,6 +79,7 @@ class Call:
     poll_interval: float = 1.0
     fail_on_error: bool = False
     validate_output: bool = False
+    progress_token: str | int | None = None  # a front end's name for the operation (default: the id)
 
 
 def missing_capability(method: str, capabilities: dict[str, Any]) -> str | None:
@@ -206,14 +207,14 @@ def tool_text(result: Any) -> str:
     return "\n".join(texts) or "the tool reported an error"
 
 
-def validate_output(result: Any, tool: dict[str, Any] | None) -> None:
-    """Check ``structuredContent`` against the tool's ``outputSchema``; ValidationError if it breaks it."""
+def output_problem(result: Any, tool: dict[str, Any] | None) -> str | None:
+    """Why ``result`` fails the tool's ``outputSchema`` (one line), or None when it passes."""
     schema = tool.get("outputSchema") if tool else None
     if not isinstance(schema, dict):
-        raise ValidationError("--output-schema-validate: the tool declares no outputSchema")
+        return "the tool declares no outputSchema"
     structured = result.get("structuredContent") if isinstance(result, dict) else None
     if structured is None:
-        raise ValidationError("--output-schema-validate: the result has no structuredContent")
+        return "the result has no structuredContent"
     import jsonschema
 
     errors = sorted(
@@ -222,7 +223,18 @@ def validate_output(result: Any, tool: dict[str, Any] | None) -> None:
     if errors:
         first = errors[0]
         where = "/".join(str(p) for p in first.path) or "(root)"
-        raise ValidationError(f"structuredContent breaks the output schema at {where}: {first.message}")
+        return f"structuredContent breaks the output schema at {where}: {first.message}"
+    return None
+
+
+def validate_output(result: Any, tool: dict[str, Any] | None) -> None:
+    """Check ``structuredContent`` against the tool's ``outputSchema``; ValidationError if it breaks it."""
+    problem = output_problem(result, tool)
+    if problem is None:
+        return
+    if problem.startswith("structuredContent"):
+        raise ValidationError(problem)
+    raise ValidationError(f"--output-schema-validate: {problem}")
 
 
 async def perform(session: CallSession, call: Call) -> Any:
@@ -251,20 +263,40 @@ async def perform(session: CallSession, call: Call) -> Any:
     if method == "tools/call":
         return await _call_tool(session, call, params, tool)
     if method in ("resources/read", "prompts/get"):
-        return await request_with_input(session.core, method, params)
-    return await session.core.request(method, params)
+        return object_result(method, await request_with_input(session.core, method, params))
+    result = await session.core.request(method, params)
+    # Every MCP result is an object; a method mcptape does not know may answer anything.
+    return object_result(method, result) if method in CAPABILITY or method == "ping" else result
+
+
+def object_result(method: str, result: Any) -> dict[str, Any]:
+    """``result`` when it is a JSON object, as every MCP result is; else a ProtocolError saying what came."""
+    if isinstance(result, dict):
+        return result
+    shown = repr(result)
+    shown = shown if len(shown) <= 120 else shown[:117] + "..."
+    raise ProtocolError(
+        f"{method} answered with a result that is not an object: {shown}", data={"result": result}
+    )
 
 
 async def _call_tool(session: CallSession, call: Call, params: Any, tool: dict[str, Any] | None) -> Any:
     core = session.core
     core.tool_in_flight = call.tool_name
     try:
-        result = await request_with_input(core, "tools/call", params, progress=True)
+        result = await request_with_input(
+            core, "tools/call", params, progress=True, progress_token=call.progress_token
+        )
         if call.run_as_task and call.poll:
             result = await _poll_task(session, result, call.poll_interval)
     finally:
         core.tool_in_flight = None
-    if isinstance(result, dict) and result.get("isError") is True:
+    result = object_result("tools/call", result)
+    if "content" in result and not isinstance(result["content"], list):
+        raise ProtocolError(
+            "tools/call answered with a content that is not an array", data={"result": result}
+        )
+    if result.get("isError") is True:
         raise ToolError(tool_text(result), result=result, fail=call.fail_on_error)
     if call.validate_output:
         validate_output(result, tool)

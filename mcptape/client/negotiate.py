@@ -40,7 +40,7 @@ class ServerHello:
     """What negotiation learnt: the revision spoken, who the server is and what it offers."""
 
     protocol_version: str
-    via: str  # "initialize" or "server/discover"
+    via: str  # INITIALIZE or DISCOVER (wire/protocol.py)
     server_info: dict[str, Any] = field(default_factory=dict)
     capabilities: dict[str, Any] = field(default_factory=dict)
     instructions: str | None = None

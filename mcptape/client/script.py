@@ -16,11 +16,11 @@ at that JSON Pointer (RFC 6901, ``~0`` and ``~1`` escapes) inside the result of 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from mcptape.client.errors import ValidationError
+from mcptape.wire.jsontext import loads_finite
 
 STEP_FIELDS = {
     "method": str,
@@ -68,7 +68,7 @@ def _refs(value: Any) -> list[str]:
 def parse_script(text: str, source: str = "--script") -> list[ScriptStep]:
     """The steps of a script; a ValidationError naming the step for anything wrong."""
     try:
-        data = json.loads(text)
+        data = loads_finite(text)  # NaN and infinities would go out as null
     except ValueError as exc:
         raise ValidationError(f"{source}: not valid JSON: {exc}") from None
     if not isinstance(data, list) or not data:

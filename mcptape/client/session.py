@@ -10,7 +10,8 @@ failures), puts a :class:`~mcptape.client.link.ClientLink` on the client side of
 :class:`~mcptape.proxy.relay.Relay`, and negotiates within the connect timeout. The
 recording store opens on a thread only once the first frame has been sent, so that
 importing SQLAlchemy never delays the first request. On exit the server is shut
-down gracefully and everything is written (mode ``call``).
+down gracefully and everything is written (mode ``call``, or ``client`` for the
+interactive clients, whose sessions a person drove by hand).
 """
 
 from __future__ import annotations
@@ -75,7 +76,11 @@ class SessionOptions:
     upstream_opener: Callable[[Target], Awaitable[Link]] | None = None
     oauth: ClientConfig | None = None  # a remote server's 401 runs the OAuth flow (None: it fails)
     otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
-    mode: str = "call"  # the session row's mode (``probe`` records its sessions apart)
+    # The session row's mode: "client" for the interactive clients (a person's session),
+    # "probe" for probe's sessions (recorded apart).
+    mode: str = "call"
+    # Each frame as the client sent it ("c2s") or received it ("s2c"): the terminal client's traffic pane.
+    on_traffic: Callable[[str, bytes], None] | None = None
     # Sees each frame the server (or the relay) sends, with its transport metadata, before
     # the core does: probe checks how an answer came (its SSE event id, a resumed stream).
     on_frame: Callable[[Frame], None] | None = None
@@ -107,6 +112,8 @@ class CallSession:
     # -- frames -------------------------------------------------------------------------
 
     def _on_frame(self, frame: Frame) -> None:
+        if self.options.on_traffic is not None:
+            self.options.on_traffic("s2c", frame.data)
         if self.options.on_frame is not None:
             self.options.on_frame(frame)
         self.core.on_frame(frame)
@@ -116,6 +123,8 @@ class CallSession:
             await self.link.put(data)
         except LinkClosed as exc:
             raise TransportError(self.core.lost or str(exc)) from exc
+        if self.options.on_traffic is not None:
+            self.options.on_traffic("c2s", data)
         if self.session is not None:
             self.session.start_store()
 

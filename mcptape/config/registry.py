@@ -84,8 +84,17 @@ def url_problem(url: str) -> str | None:
     return None
 
 
-def builtin_upstreams() -> dict[str, UpstreamSpec]:
-    """The servers shipped with mcptape, run with the interpreter mcptape itself runs on."""
+def builtin_upstreams(
+    db: str | None = None, config_path: str | os.PathLike[str] | None = None
+) -> dict[str, UpstreamSpec]:
+    """The servers shipped with mcptape, run with the interpreter mcptape itself runs on.
+
+    ``recordings`` (``mcptape mcp``) reads ``db`` (else its own default) and may replay
+    against the entries of ``config_path``: a gateway gives it its own two.
+    """
+    recordings = [sys.executable, "-m", "mcptape.servers.recordings"]
+    if config_path is not None:
+        recordings += ["--config", str(Path(config_path).resolve())]
     return {
         "debug-script": UpstreamSpec(
             name="debug-script",
@@ -96,6 +105,14 @@ def builtin_upstreams() -> dict[str, UpstreamSpec]:
             name="demo",
             transport="stdio",
             command=[sys.executable, "-m", "mcptape.servers.demo"],
+        ),
+        # The database through the environment: a URL's password stays out of the command
+        # line, which is recorded as the session's upstream.
+        "recordings": UpstreamSpec(
+            name="recordings",
+            transport="stdio",
+            command=recordings,
+            env={"MCPTAPE_DB": db} if db is not None else None,
         ),
     }
 
@@ -281,13 +298,18 @@ def _refuse_broken(name: str, config_path: str | os.PathLike[str]) -> None:
         raise ConfigError(problem)
 
 
-def known_upstreams(config_path: str | os.PathLike[str] | None = None) -> dict[str, UpstreamSpec]:
+def known_upstreams(
+    config_path: str | os.PathLike[str] | None = None, *, db: str | None = None
+) -> dict[str, UpstreamSpec]:
     """Every upstream a name can refer to: the config file's entries first, then the built-ins.
 
-    Entries that do not parse are left out (``read_registry`` says why).
+    Entries that do not parse are left out (``read_registry`` says why). ``db``: the
+    database the built-in ``recordings`` reads (see :func:`builtin_upstreams`).
     """
     configured = read_registry(config_path).specs if config_path is not None else {}
-    builtins = {name: spec for name, spec in builtin_upstreams().items() if name not in configured}
+    builtins = {
+        name: spec for name, spec in builtin_upstreams(db, config_path).items() if name not in configured
+    }
     return {**configured, **builtins}
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from mcptape.config.registry import UpstreamSpec
-from mcptape.gateway import security
+from mcptape.gateway import cors, security
 from mcptape.gateway.legacy_sse import LegacySseSessions
 from mcptape.gateway.manager import (
     GatewayConfig,
@@ -41,9 +41,6 @@ __all__ = ["Gateway", "GatewayConfig", "GatewaySession", "SessionLimit", "Upstre
 # A replica whose oldest unwritten row is older than this is taken out of rotation by /health:
 # its frames wait in memory (bounded), and another replica may be recording fine.
 MAX_HEALTHY_LAG = 30.0
-
-# How the request carried the gateway's token: "authorization" (consumed) or "own-header".
-AUTH_VIA = web.RequestKey("auth_via", str)
 
 
 class Gateway:
@@ -80,6 +77,7 @@ class Gateway:
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._guard], client_max_size=256 << 20)
+        app.on_response_prepare.append(self._cors_headers)
         app.router.add_get("/health", self._health)
         app.router.add_post("/servers/{name}/mcp", self._mcp_post)
         app.router.add_get("/servers/{name}/mcp", self._mcp_get)
@@ -102,6 +100,10 @@ class Gateway:
             return http_error(403, f"Host {request.host!r} is not this gateway's")
         if not security.origin_allowed(request.headers.get("Origin"), self.hosts, self.config.extra_origins):
             return http_error(403, f"Origin {request.headers.get('Origin')!r} is not allowed")
+        allowed = cors.cors_origin(request.headers.get("Origin"), self.config.extra_origins)
+        if allowed is not None and cors.is_preflight(request.method, request.headers):
+            # A browser's preflight never carries credentials: the request that follows does.
+            return web.Response(status=204, headers=cors.preflight_headers(allowed, request.headers))
         if request.path == "/health":
             return await handler(request)
         auth = security.check_token(request.headers, self.config.token)
@@ -120,13 +122,21 @@ class Gateway:
             return http_error(404, f"nothing is served at {request.path!r}")
         if not self.upstreams.serves(name):
             return http_error(404, f"no upstream named {name!r} is registered")
-        request[AUTH_VIA] = auth.via or ""
         try:
             return await handler(request)
         except UpstreamUnavailable as exc:
             return http_error(502, str(exc))
         except SessionLimit as exc:
             return http_error(503, str(exc), {"Retry-After": "5"})
+
+    async def _cors_headers(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Every answer to an allowed origin (``--allow-origin``) may be read by its page."""
+        allowed = cors.cors_origin(request.headers.get("Origin"), self.config.extra_origins)
+        if allowed is not None:
+            vary = response.headers.get("Vary")
+            response.headers.update(cors.answer_headers(allowed))
+            if vary and "origin" not in vary.lower():  # a pass-through upstream's own
+                response.headers["Vary"] = f"{vary}, Origin"
 
     async def _health(self, request: web.Request) -> web.Response:
         """For a balancer's checks: 503 while this replica cannot record (its store failed for
@@ -143,10 +153,16 @@ class Gateway:
 
     # -- routes -----------------------------------------------------------------------
 
-    @staticmethod
-    def _forward_auth(request: web.Request) -> str | None:
-        """The client's own Authorization reaches the upstream only when our token came another way."""
-        return request.headers.get("Authorization") if request.get(AUTH_VIA) != "authorization" else None
+    def _forward_auth(self, request: web.Request) -> str | None:
+        """The client's own Authorization, for the upstream; never the gateway's token."""
+        return next(
+            (
+                value
+                for name, value in security.without_token(request.headers.items(), self.config.token)
+                if name.lower() == "authorization"
+            ),
+            None,
+        )
 
     async def _mcp_post(self, request: web.Request) -> web.StreamResponse:
         name = request.match_info["name"]
@@ -159,19 +175,19 @@ class Gateway:
         passed = self.upstreams.passes_through(request.match_info["name"])
         if passed is not None:
             return await self._pass(request, passed)
-        return await self.streamable.get(request)
+        return await self.streamable.get(request, self._forward_auth(request))
 
     async def _mcp_delete(self, request: web.Request) -> web.StreamResponse:
         passed = self.upstreams.passes_through(request.match_info["name"])
         if passed is not None:
             return await self._pass(request, passed)
-        return await self.streamable.delete(request)
+        return await self.streamable.delete(request, self._forward_auth(request))
 
     async def _sse_get(self, request: web.Request) -> web.StreamResponse:
         return await self.legacy.get(request, request.match_info["name"], self._forward_auth(request))
 
     async def _sse_post(self, request: web.Request) -> web.StreamResponse:
-        return await self.legacy.post(request)
+        return await self.legacy.post(request, self._forward_auth(request))
 
     # -- pass-through -------------------------------------------------------------------
 
@@ -181,10 +197,9 @@ class Gateway:
     async def _pass(self, request: web.Request, spec: UpstreamSpec) -> web.StreamResponse:
         import aiohttp
 
-        strip = request.get(AUTH_VIA) == "authorization"
         try:
             return await self.passthrough.forward(
-                request, request.match_info["name"], spec, strip, self._gateway_url(request)
+                request, request.match_info["name"], spec, self.config.token, self._gateway_url(request)
             )
         except (aiohttp.ClientError, OSError) as exc:
             return http_error(502, f"the upstream {spec.url} cannot be reached: {exc}")
@@ -207,6 +222,10 @@ class Gateway:
     async def start(self) -> None:
         self.store.open_in_background()
         self.manager.start(self.passthrough.sweep)
+
+    def give_up(self) -> None:
+        """A second signal during :meth:`shutdown`: see :meth:`SessionManager.give_up`."""
+        self.manager.give_up()
 
     async def shutdown(self, reason: str) -> None:
         """Stop every session (upstreams shut down, session rows closed), then flush and close the store."""

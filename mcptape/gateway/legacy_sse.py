@@ -19,6 +19,7 @@ from mcptape.proxy.http.downstream import SseSessionLink
 from mcptape.proxy.http.headers import SESSION_ID
 from mcptape.proxy.http.sse import encode_event
 from mcptape.proxy.link import LinkClosed
+from mcptape.redact import redact_url
 from mcptape.wire.frame import Frame
 
 
@@ -37,7 +38,8 @@ class LegacySseSessions:
         link.stream.push_raw(encode_event(endpoint.encode(), event="endpoint"))
         if not await link.wait_started(5.0):
             return http_error(503, "the session did not start")
-        link.emit("sse_endpoint", endpoint, {"endpoint": endpoint, "served_by": "mcptape"})
+        recorded = redact_url(endpoint)  # its session id opens the session: recorded like a token
+        link.emit("sse_endpoint", recorded, {"endpoint": recorded, "served_by": "mcptape"})
         try:
             # The id in a header too: a balancer learns from it where the session's POSTs go
             # (deploy/haproxy.cfg sticks on it, and on the endpoint's session_id).
@@ -45,10 +47,10 @@ class LegacySseSessions:
         finally:
             link.client_gone("the client closed its SSE stream")
 
-    async def post(self, request: web.Request) -> web.StreamResponse:
+    async def post(self, request: web.Request, forward_auth: str | None) -> web.StreamResponse:
         """One message of a legacy SSE session: delivered to the relay, answered 202 (replies go on the stream)."""
         sid = request.query.get("session_id", "")
-        gateway_session = self.manager.sessions.get(sid)
+        gateway_session = self.manager.named(sid, forward_auth)
         name = request.match_info.get("name", "")
         if (
             gateway_session is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 from collections.abc import Callable
 
@@ -101,9 +102,34 @@ async def serve_gateway(
     reason = await announce_and_wait(describe(f"http://{host}:{port}"), config, announce_token)
     if stopping is not None:
         stopping(reason)
-    await gateway.shutdown(reason)
-    await runner.cleanup()
+    # Signals keep coming while sessions close (whoever stopped us may insist): the second
+    # gives up waiting for upstreams, the third gives up writing what is left.
+    late: list[int] = []
+    loop = asyncio.get_running_loop()
+    for signum in SIGNALS:
+        loop.add_signal_handler(signum, _late_signal, signum, late, gateway)
+    try:
+        await gateway.shutdown(reason)
+        await runner.cleanup()
+    finally:
+        for signum in SIGNALS:
+            loop.remove_signal_handler(signum)
     return reason
+
+
+def _late_signal(signum: int, late: list[int], gateway: Gateway) -> None:
+    """A signal during shutdown: the first gives up waiting, the next gives up writing."""
+    late.append(signum)
+    name = signal.Signals(signum).name
+    if len(late) == 1:
+        _say(
+            f"{name} again: not waiting for the upstreams any more (killed); writing what was "
+            "received and closing the sessions (another signal gives that up too)"
+        )
+        gateway.give_up()
+        return
+    _say(f"error: stopped by {name} while writing the recording; what was not written is lost")
+    os._exit(128 + signum)
 
 
 async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:

@@ -18,20 +18,28 @@ import asyncio
 import contextlib
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcptape.assemble import Session, SessionPlan, assemble
 from mcptape.config.registry import UpstreamSpec
+from mcptape.gateway.poolids import PoolIds, PoolUpstream, upstream_view
+from mcptape.gateway.security import credential_of, same_credential
 from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.http.downstream import DownstreamLink, HttpSessionLink
 from mcptape.proxy.link import Link
 from mcptape.wire.frame import Frame
+from mcptape.wire.protocol import CANCELLED
 
 if TYPE_CHECKING:
     from mcptape.gateway.sealed import Sealer
     from mcptape.gateway.store import GatewayStore
+    from mcptape.rules.faults import FaultSet
     from mcptape.rules.rules import Rules
+
+
+GIVE_UP_WAIT_S = 1.0  # after a second signal: how long killed upstreams' sessions get to end
 
 
 class UpstreamUnavailable(Exception):
@@ -67,6 +75,7 @@ class GatewayConfig:
     extra_origins: tuple[str, ...] = ()
     rules: Rules | None = None  # injection rules: every session gets an Injector
     declare_capabilities: bool = False
+    faults: FaultSet | None = None  # fault rules: every session gets the faults addon
     # Each session may be a process: a client that opens sessions and never ends them
     # must meet a clear refusal before the machine runs out of memory or descriptors.
     max_sessions: int = 100
@@ -112,6 +121,7 @@ class GatewaySession:
     streams_open: int = 0
     stateless: bool = False  # a 2026-07-28 pool session: any client connection may use it
     closing: bool = False  # a pool session that takes no new request (its upstream is ending)
+    credential: bytes = b""  # what opened it (security.credential_of): another is refused (404)
 
     @property
     def sid(self) -> str:
@@ -126,8 +136,11 @@ class SessionManager:
     upstreams: Upstreams
     sessions: dict[str, GatewaySession] = field(default_factory=dict)
     ending: set[GatewaySession] = field(default_factory=set)  # ended by the client, upstream closing
-    pools: dict[str, list[GatewaySession]] = field(default_factory=dict)  # per name: stateless sessions
+    # per name and credential: stateless sessions
+    pools: dict[tuple[str, bytes], list[GatewaySession]] = field(default_factory=dict)
+    pool_ids: dict[tuple[str, bytes], PoolIds] = field(default_factory=dict)  # what each pool lent
     _sweeper: asyncio.Task[None] | None = None
+    _gave_up: asyncio.Event = field(default_factory=asyncio.Event)
 
     # -- session ids ------------------------------------------------------------------
 
@@ -151,9 +164,17 @@ class SessionManager:
     # -- opening ----------------------------------------------------------------------
 
     def open(
-        self, name: str, link: DownstreamLink, downstream: str, forward_auth: str | None
+        self,
+        name: str,
+        link: DownstreamLink,
+        downstream: str,
+        forward_auth: str | None,
+        wrap: Callable[[Link], Link] | None = None,
     ) -> GatewaySession:
-        """Start a session to ``name`` behind ``link``; raises SessionLimit or UpstreamUnavailable."""
+        """Start a session to ``name`` behind ``link``; raises SessionLimit or UpstreamUnavailable.
+
+        ``wrap``: what the upstream link is seen through (a pool's, see mcptape.gateway.poolids).
+        """
         running = len(self.sessions) + len(self.ending)  # ending ones still have their upstream
         if running >= self.config.max_sessions:
             raise SessionLimit(
@@ -167,7 +188,10 @@ class SessionManager:
             if exc.plan is not None:
                 assemble(exc.plan).failed_to_start(exc.detail)
             raise
+        if wrap is not None:
+            upstream = wrap(upstream)
         gateway_session = GatewaySession(link, assemble(plan, link, upstream), name)
+        gateway_session.credential = credential_of(forward_auth)
         self.sessions[link.session_id] = gateway_session
         relay = gateway_session.session.relay
         assert relay is not None
@@ -175,33 +199,80 @@ class SessionManager:
         gateway_session.task.add_done_callback(lambda _: self._forget(link.session_id))
         return gateway_session
 
-    def stateless(self, name: str, frame: Frame, path: str, forward_auth: str | None) -> GatewaySession:
-        """The pool session that takes a 2026-07-28 request (see :mod:`mcptape.gateway.stateless`)."""
+    def stateless(
+        self, name: str, frame: Frame, path: str, forward_auth: str | None, connection: int
+    ) -> tuple[GatewaySession, Frame] | None:
+        """The pool session that takes a 2026-07-28 request (see :mod:`mcptape.gateway.stateless`),
+        and the frame as it gets it (ids and progress tokens of the pool's own, see
+        :mod:`mcptape.gateway.poolids`); None for a cancellation that is sure of no request.
+        ``connection`` tells the client's requests apart when it cancels one."""
         from mcptape.gateway.stateless import pick
 
-        pool = self.pools.setdefault(name, [])
+        # One pool per credential: a pooled upstream speaks with the credential that opened it,
+        # so requests with another one never ride it.
+        key = (name, credential_of(forward_auth))
+        pool = self.pools.setdefault(key, [])
         pool[:] = [s for s in pool if self.sessions.get(s.sid) is s and not s.closing]
+        ids = self.pool_ids.setdefault(key, PoolIds())
+        if frame.method == CANCELLED:
+            found = ids.cancel(frame, connection)
+            target = self.sessions.get(found[0]) if found is not None else None
+            if found is None or target is None:
+                if pool:
+                    pool[0].session.event(
+                        "pool_cancel_not_forwarded",
+                        "a cancellation that names no request of this client for sure reached nobody",
+                        {"connection": connection},
+                    )
+                return None
+            return target, found[1]
         index = pick([s.link.in_flight() for s in pool if isinstance(s.link, HttpSessionLink)], frame.message)
         if index is not None:
-            return pool[index]
+            gateway_session = pool[index]
+        else:
+            gateway_session = self._pool_session(name, path, forward_auth, len(pool) + 1, ids)
+            pool.append(gateway_session)
+        return gateway_session, ids.take(frame, gateway_session.sid, connection)
+
+    def _pool_session(
+        self, name: str, path: str, forward_auth: str | None, size: int, ids: PoolIds
+    ) -> GatewaySession:
         sid = f"stateless-{secrets.token_hex(8)}"
-        gateway_session = self.open(name, HttpSessionLink(sid, path=path), "http", forward_auth)
+        link = HttpSessionLink(sid, path=path)
+        link.route_view = upstream_view  # what comes back is routed by the pool's own ids
+        gateway_session = self.open(
+            name, link, "http", forward_auth, wrap=lambda upstream: PoolUpstream(upstream, ids)
+        )
         gateway_session.stateless = True
         gateway_session.session.event(
             "http_stateless",
-            f"serves {name}'s 2026-07-28 requests (no session id) from any client connection",
-            {"pool_size": len(pool) + 1},
+            f"serves {name}'s 2026-07-28 requests (no session id) from any client connection; "
+            "upstream, each request has an id and progress token of the pool's own (recorded as "
+            "the client's, the pool's in each frame's pool metadata)",
+            {"pool_size": size},
         )
-        pool.append(gateway_session)
         return gateway_session
 
     # -- ending -----------------------------------------------------------------------
+
+    def named(self, sid: str | None, forward_auth: str | None) -> GatewaySession | None:
+        """The session ``sid`` names, if the request carries the credential that opened it:
+        to anyone else it does not exist (the spec's answer to an unknown session, 404)."""
+        gateway_session = self.sessions.get(sid) if sid is not None else None
+        if gateway_session is None or not same_credential(
+            gateway_session.credential, credential_of(forward_auth)
+        ):
+            return None
+        return gateway_session
 
     def _forget(self, sid: str) -> None:
         """The session's relay ended (its upstream went away, or shutdown)."""
         gateway_session = self.sessions.pop(sid, None)
         if gateway_session is not None:
             gateway_session.link.close_send()
+            if gateway_session.stateless:
+                for ids in self.pool_ids.values():
+                    ids.forget(sid)
 
     def end(self, sid: str, why: str) -> None:
         """The client ended a session (DELETE, idle): its id is unknown from now on (404)."""
@@ -230,6 +301,15 @@ class SessionManager:
                 if gateway_session.streams_open == 0 and now - gateway_session.link.last_active > timeout:
                     self.end(gateway_session.sid, f"idle for more than {timeout:g} s")
 
+    def give_up(self) -> None:
+        """A second signal during shutdown: stop waiting for upstreams, kill every one of them
+        (process groups included); what was received is still written and rows are closed."""
+        self._gave_up.set()
+        for gateway_session in [*self.sessions.values(), *self.ending]:
+            relay = gateway_session.session.relay
+            if relay is not None:
+                relay.server.kill()
+
     async def shutdown(self, reason: str) -> None:
         """Stop every session: upstreams shut down, session rows closed, within a bounded time."""
         if self._sweeper is not None:
@@ -246,7 +326,15 @@ class SessionManager:
             if relay is not None:
                 relay.stop(reason)
         if tasks:
-            await asyncio.wait(tasks, timeout=2 * self.config.grace + 3)
+            # A second signal (give_up) ends the wait for upstreams that are slow to go.
+            gave_up = asyncio.ensure_future(self._gave_up.wait())
+            all_done = asyncio.ensure_future(asyncio.wait(tasks, timeout=2 * self.config.grace + 3))
+            await asyncio.wait({gave_up, all_done}, return_when=asyncio.FIRST_COMPLETED)
+            gave_up.cancel()
+            if self._gave_up.is_set():
+                # The upstreams were killed: their relays record how they ended, at once.
+                await asyncio.wait(tasks, timeout=GIVE_UP_WAIT_S)
+            all_done.cancel()
         for gateway_session in everyone:
             if gateway_session.task is not None and not gateway_session.task.done():
                 # Bounded shutdown: a session that did not end in time is closed as interrupted.
@@ -267,9 +355,10 @@ class RegistryUpstreams:
         return name in self.config.registry
 
     def passes_through(self, name: str) -> UpstreamSpec | None:
-        """Streamable HTTP both sides: requests pass through, unless injection rules need a relay."""
+        """Streamable HTTP both sides: requests pass through, unless injection or fault rules need a relay."""
         spec = self.config.registry[name]
-        return spec if spec.transport == "http" and self.config.rules is None else None
+        relayed = self.config.rules is not None or self.config.faults is not None
+        return spec if spec.transport == "http" and not relayed else None
 
     def plan(self, spec: UpstreamSpec, transport: str) -> SessionPlan:
         return SessionPlan(
@@ -280,6 +369,7 @@ class RegistryUpstreams:
             store=self.store,
             rules=self.config.rules,
             declare_capabilities=self.config.declare_capabilities,
+            faults=self.config.faults,
             grace=self.config.grace,
             otlp=self.config.otlp,
             replica=self.config.replica_name(),

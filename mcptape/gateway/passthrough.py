@@ -37,29 +37,27 @@ from mcptape.config.registry import UpstreamSpec
 from mcptape.gateway.passthrough_client import UpstreamClient, UpstreamError
 from mcptape.gateway.responses import http_error
 from mcptape.gateway.sealed import Sealed, Sealer, open_passed_through
-from mcptape.gateway.security import TOKEN_HEADER
+from mcptape.gateway.security import without_token
 from mcptape.proxy.addonmanager import Outcome
 from mcptape.proxy.flow import Flow
 from mcptape.proxy.http.bodies import read_body
-from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, that_matter
+from mcptape.proxy.http.headers import SESSION_ID, end_to_end, expand_headers, media_type, that_matter
 from mcptape.proxy.http.sse import SseParser
+from mcptape.redact import placeholder
 from mcptape.wire.frame import Frame
 
 MAX_JSON_COPY = 64 << 20
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
-_DROP = (TOKEN_HEADER, "accept-encoding")
-_DROP_AUTH = (*_DROP, "authorization")
-
-
 def upstream_headers(
-    client: Iterable[tuple[str, str]], strip_auth: bool, configured: dict[str, str]
+    client: Iterable[tuple[str, str]], token: str | None, configured: dict[str, str]
 ) -> list[tuple[str, str]]:
-    """The client's headers as sent upstream: end-to-end only, the gateway's token gone (and
-    ``Authorization`` when it carried that token), the config entry's headers in place of the
-    client's of the same name. Repeated headers stay repeated."""
-    headers = end_to_end(client, _DROP_AUTH if strip_auth else _DROP)
+    """The client's headers as sent upstream: end-to-end only, no ``Accept-Encoding``, the
+    gateway's ``token`` gone from wherever it was (see :func:`~mcptape.gateway.security.without_token`),
+    the config entry's headers in place of the client's of the same name. Repeated headers
+    stay repeated."""
+    headers = without_token(end_to_end(client, ("accept-encoding",)), token)
     if configured:
         names = {name.lower() for name in configured}
         headers = [(k, v) for k, v in headers if k.lower() not in names]
@@ -159,12 +157,12 @@ class PassThrough:
             session.session.end(Outcome(status, None, None, ended_by=ended_by))
 
     async def forward(
-        self, request: web.Request, name: str, spec: UpstreamSpec, strip_auth: bool, gateway_url: str
+        self, request: web.Request, name: str, spec: UpstreamSpec, token: str | None, gateway_url: str
     ) -> web.StreamResponse:
         assert spec.url is not None
         http = self._http or self._client()
         body = await read_body(request) if request.method == "POST" else None
-        headers = upstream_headers(request.headers.items(), strip_auth, expand_headers(spec.headers))
+        headers = upstream_headers(request.headers.items(), token, expand_headers(spec.headers))
         client_sid = key_sid = request.headers.get(SESSION_ID)
         conversation: str | None = None
         if self.sealer is not None and client_sid is not None:
@@ -207,7 +205,8 @@ class PassThrough:
         session = known or self._session(key, name, spec, conversation)
         recorded = session.session
         if sid and not key_sid:
-            recorded.event("http_session", f"the server minted session {sid}", {"session_id": sid})
+            hidden = placeholder(sid)  # a session id opens the session: recorded like a token
+            recorded.event("http_session", f"the server minted session {hidden}", {"session_id": hidden})
         if known is None:
             record_request(session)
         for wait in waits:  # back-pressure: only when the store is ~100 ms behind
@@ -232,8 +231,8 @@ class PassThrough:
             "headers": that_matter(upstream.headers, self.redact_names),
         }
         await response.prepare(request)
-        ctype = upstream.head.get("Content-Type")
-        parser = SseParser() if ctype.startswith("text/event-stream") else None
+        ctype = media_type(upstream.head.get("Content-Type"))
+        parser = SseParser() if ctype == "text/event-stream" else None
         copy = bytearray()
         overflowed = False
         try:
@@ -271,7 +270,7 @@ class PassThrough:
                         copy += chunk
                 if last:
                     break
-            if parser is None and copy.strip() and ctype.startswith("application/json"):
+            if parser is None and copy.strip() and ctype == "application/json":
                 pending = recorded.addons.run_frame(
                     Flow(Frame(bytes(copy), "s2c", meta=s2c_meta)), decide=False
                 )

@@ -3,15 +3,22 @@
 After mcptape rewrites ``Host`` for an upstream, the upstream can no longer protect the
 client against DNS rebinding, so the gateway checks both headers itself, before
 anything else. The token is compared in constant time; it is accepted as
-``Authorization: Bearer …`` (then consumed, never forwarded) or in mcptape's own
-``X-Mcptape-Token`` header (then the client's ``Authorization`` passes to the upstream
-untouched, for OAuth-protected upstreams).
+``Authorization: Bearer …`` or in mcptape's own ``X-Mcptape-Token`` header (then the
+client's ``Authorization`` passes to the upstream untouched, for OAuth-protected
+upstreams). The token itself never leaves the gateway, whichever header carries it
+(:func:`without_token`).
+
+A session is bound to the credential that opened it (:func:`credential_of`: the client's
+own ``Authorization``, as forwarded): a request naming the session with another one is
+answered as for an unknown session, so a session id seen by someone else opens nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
+import re
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -19,6 +26,7 @@ from urllib.parse import urlsplit
 
 TOKEN_HEADER = "X-Mcptape-Token"
 TOKEN_ENV = "MCPTAPE_PROXY_TOKEN"
+_KEY = secrets.token_bytes(32)  # credentials are compared as keyed digests, never kept as they are
 
 
 def new_token() -> str:
@@ -92,3 +100,35 @@ def _same(given: str, token: str) -> bool:
     # Header values arrive decoded with surrogateescape: bytes that are not UTF-8 must
     # compare unequal, not raise (a 500 with a traceback per request).
     return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), token.encode())
+
+
+# What separates the credentials in a header value: ``Bearer T``, ``a=T; b=c``, ``T, U``.
+_PARTS = re.compile(r"[\s,;=]+")
+
+
+def carries_token(value: str, token: str) -> bool:
+    """Whether a header value holds the gateway's token, alone or as one of its credentials."""
+    return value.strip() == token or token in _PARTS.split(value)
+
+
+def without_token(headers: Iterable[tuple[str, str]], token: str | None) -> list[tuple[str, str]]:
+    """Request headers as they may leave the gateway: never ``X-Mcptape-Token``, and no header
+    holding the gateway's token (``Authorization: Bearer TOKEN`` beside ``X-Mcptape-Token``,
+    a cookie): the upstream must not learn what opens the gateway."""
+    own = TOKEN_HEADER.lower()
+    return [
+        (name, value)
+        for name, value in headers
+        if name.lower() != own and (token is None or not carries_token(value, token))
+    ]
+
+
+def credential_of(authorization: str | None) -> bytes:
+    """What binds a session to its client: a keyed digest of the ``Authorization`` it forwards
+    (none: the empty one). Compare with :func:`same_credential`."""
+    value = (authorization or "").encode("utf-8", "surrogateescape")
+    return hmac.new(_KEY, value, hashlib.sha256).digest()
+
+
+def same_credential(a: bytes, b: bytes) -> bool:
+    return hmac.compare_digest(a, b)

@@ -22,7 +22,7 @@ from mcptape.gateway.manager import GatewaySession, SessionManager
 from mcptape.gateway.responses import SSE_HEADERS, http_error, not_json_rpc, primes
 from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.downstream import EventStream, HttpSessionLink
-from mcptape.proxy.http.headers import SESSION_ID, that_matter
+from mcptape.proxy.http.headers import SESSION_ID, accepts, that_matter
 from mcptape.proxy.link import LinkClosed
 from mcptape.wire.frame import Frame
 from mcptape.wire.protocol import INITIALIZE
@@ -48,7 +48,8 @@ async def pump(
     """Write ``stream``'s events after number ``after`` to an SSE response until the stream ends."""
     response = web.StreamResponse(status=200, headers={**SSE_HEADERS, **headers})
     await response.prepare(request)
-    stream.attached = True
+    # A client that stops reading while it holds the upstream back is cut (see eventstream).
+    stream.attach(request.transport.abort if request.transport is not None else None)
     gateway_session.streams_open += 1
     ended = False
     try:
@@ -58,7 +59,7 @@ async def pump(
     except ConnectionResetError:
         pass  # the client went away: the events stay in the stream for Last-Event-ID
     finally:
-        stream.attached = False
+        stream.detach()
         gateway_session.streams_open -= 1
         gateway_session.link.last_active = time.monotonic()
     if not ended:
@@ -77,10 +78,11 @@ class StreamableSessions:
         manager = self.manager
         body = await read_body(request)
         frame = Frame(body, "c2s", meta=frame_meta(request, "post", manager.config.redact_names))
+        routed: Frame | None = None  # a pool's: the frame as the upstream gets it
         sid = request.headers.get(SESSION_ID)
         headers: dict[str, str] = {}
         if sid is not None:
-            existing = manager.sessions.get(sid)
+            existing = manager.named(sid, forward_auth)
             if (
                 existing is None
                 or not isinstance(existing.link, HttpSessionLink)
@@ -98,21 +100,27 @@ class StreamableSessions:
         elif frame.kind == "malformed":
             return not_json_rpc(frame)  # no session to record it in, and no server started for it
         else:
-            gateway_session = manager.stateless(name, frame, request.path, forward_auth)
+            taken = manager.stateless(name, frame, request.path, forward_auth, id(request.transport))
+            if taken is None:
+                return web.Response(status=202)  # a cancellation sure of no request: passed to nobody
+            gateway_session, routed = taken
         link = gateway_session.link
         assert isinstance(link, HttpSessionLink)
         try:
-            stream = await link.post(frame, headers, prime=primes(request, frame))
+            stream = await link.post(frame, headers, prime=primes(request, frame), routed=routed)
         except LinkClosed:
             if not gateway_session.stateless:
                 return http_error(404, "the session is closing")
             # That pool session is ending (idle, its upstream died): a fresh one takes the request.
             gateway_session.closing = True
-            gateway_session = manager.stateless(name, frame, request.path, forward_auth)
+            taken = manager.stateless(name, frame, request.path, forward_auth, id(request.transport))
+            if taken is None:
+                return web.Response(status=202)
+            gateway_session, routed = taken
             link = gateway_session.link
             assert isinstance(link, HttpSessionLink)
             try:
-                stream = await link.post(frame, headers, prime=primes(request, frame))
+                stream = await link.post(frame, headers, prime=primes(request, frame), routed=routed)
             except LinkClosed:
                 return http_error(502, "the upstream session ended before it took the request")
         if stream is None:
@@ -121,13 +129,13 @@ class StreamableSessions:
             return web.Response(status=202, headers=headers)
         return await pump(request, gateway_session, stream, 0, headers)
 
-    async def get(self, request: web.Request) -> web.StreamResponse:
-        gateway_session = self._existing(request)
+    async def get(self, request: web.Request, forward_auth: str | None) -> web.StreamResponse:
+        gateway_session = self._existing(request, forward_auth)
         if isinstance(gateway_session, web.Response):
             return gateway_session
         link = gateway_session.link
         assert isinstance(link, HttpSessionLink)
-        if "text/event-stream" not in request.headers.get("Accept", ""):
+        if not accepts(request.headers.get("Accept"), "text/event-stream"):
             return http_error(406, "a GET stream needs Accept: text/event-stream")
         last = request.headers.get("Last-Event-ID")
         if last is not None:
@@ -139,19 +147,19 @@ class StreamableSessions:
             return http_error(409, "this session already has a GET stream open")
         return await pump(request, gateway_session, link.get_stream, link.get_stream.delivered, {})
 
-    async def delete(self, request: web.Request) -> web.StreamResponse:
-        gateway_session = self._existing(request)
+    async def delete(self, request: web.Request, forward_auth: str | None) -> web.StreamResponse:
+        gateway_session = self._existing(request, forward_auth)
         if isinstance(gateway_session, web.Response):
             return gateway_session
         self.manager.end(gateway_session.sid, "the client deleted the session")
         return web.Response(status=200)
 
-    def _existing(self, request: web.Request) -> GatewaySession | web.Response:
-        """The session the request's ``Mcp-Session-Id`` names, or the error to answer."""
+    def _existing(self, request: web.Request, forward_auth: str | None) -> GatewaySession | web.Response:
+        """The session the request's ``Mcp-Session-Id`` names (for its credential), or the error to answer."""
         sid = request.headers.get(SESSION_ID)
         if sid is None:
             return http_error(400, "Mcp-Session-Id header required")
-        gateway_session = self.manager.sessions.get(sid)
+        gateway_session = self.manager.named(sid, forward_auth)
         name = request.match_info.get("name", "")
         if (
             gateway_session is None

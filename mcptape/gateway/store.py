@@ -7,7 +7,10 @@ is attached to the shared writer, which queues the row before the session's fram
 
 ``--redact /json/path``: every session's frames are recorded through a
 :class:`RedactingWriter`, which replaces the values at those paths by placeholders in
-the recorded copy; the bytes forwarded are never touched.
+the recorded copy; the bytes forwarded are never touched. It fails closed: a frame it
+cannot read is recorded as a stand-in without its content (see
+:func:`mcptape.redact.withheld_message`), a ``redaction_failed`` event says so (and
+stderr, once per session), and the session goes on being recorded.
 """
 
 from __future__ import annotations
@@ -20,13 +23,20 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.addons.recording import SessionRow
-from mcptape.redact import JsonPath, redact_json_paths, scrub
+from mcptape.redact import JsonPath, Unreadable, digest, redact_json_paths, scrub, withheld_message
 from mcptape.terminal import say
 from mcptape.wire.frame import Frame
 
 if TYPE_CHECKING:
     from mcptape.gateway.heartbeat import Heartbeat
     from mcptape.store import Store, Writer
+
+
+# Session columns the recorder learns from frames (handshakes, 2026 ``_meta``): after a frame
+# was withheld, what they would say may hold what redaction could not find.
+LEARNT_COLUMNS = frozenset(
+    f"{side}_{what}" for side in ("client", "server") for what in ("name", "version", "info", "capabilities")
+)
 
 
 class RedactingWriter:
@@ -38,10 +48,18 @@ class RedactingWriter:
         # Per session, the strings hidden so far: the recorder learns the session's client and
         # server info from the frames as they were, and must not store what the frames do not.
         self._hidden: dict[str, set[str]] = {}
+        self._withheld: set[str] = set()  # sessions with a frame redaction could not read
 
     def add_frame(self, session_id: str, seq: int, frame: Frame) -> None:
         found: list[str] = []
-        redacted = redact_json_paths(frame.data, self.paths, found)
+        try:
+            redacted = redact_json_paths(frame.data, self.paths, found)
+        except Unreadable as exc:
+            self._withhold(session_id, seq, frame, str(exc))
+            return
+        except Exception as exc:  # whatever goes wrong, the frame is not recorded in clear
+            self._withhold(session_id, seq, frame, f"redaction failed: {type(exc).__name__}")
+            return
         if redacted is not None:
             self._hidden.setdefault(session_id, set()).update(found)
             frame = Frame(
@@ -49,12 +67,36 @@ class RedactingWriter:
             )
         self.writer.add_frame(session_id, seq, frame)
 
+    def _withhold(self, session_id: str, seq: int, frame: Frame, why: str) -> None:
+        data = frame.data
+        stand_in = withheld_message(data, why, frame.rpc_id, frame.method)
+        self.writer.add_frame(
+            session_id,
+            seq,
+            frame.stand_in(stand_in, {**(frame.meta or {}), "redacted": True, "withheld": True}),
+        )
+        text = f"--redact could not read frame {seq} ({why}): recorded without its content"
+        self.writer.add_event(
+            session_id, "redaction_failed", text, {"seq": seq, "bytes": len(data), "digest": digest(data)}
+        )
+        if session_id not in self._withheld:
+            self._withheld.add(session_id)
+            say(
+                f"warning: session {session_id}: {text} (said once per session; see its redaction_failed events)"
+            )
+
     def update_session(self, session_id: str, **fields: Any) -> None:
         # The session's last update says how it ended: nothing of it is stored after that.
-        hidden = self._hidden.pop(session_id, None) if "ended_at" in fields else self._hidden.get(session_id)
+        ending = "ended_at" in fields
+        hidden = self._hidden.pop(session_id, None) if ending else self._hidden.get(session_id)
         if hidden:
             fields = {k: scrub(v, hidden) if isinstance(v, str) else v for k, v in fields.items()}
-        self.writer.update_session(session_id, **fields)
+        if session_id in self._withheld:
+            fields = {k: v for k, v in fields.items() if k not in LEARNT_COLUMNS}
+            if ending:
+                self._withheld.discard(session_id)
+        if fields:
+            self.writer.update_session(session_id, **fields)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.writer, name)
@@ -91,8 +133,11 @@ class GatewayStore:
     def _open(self) -> None:
         try:
             from mcptape.store import open_store
+            from mcptape.store.lost import close_lost_once
 
             self.store = open_store(self.db)
+            # Sessions of a gateway (or recorder) killed earlier are closed as interrupted.
+            close_lost_once(self.store)
             self.writer = self.store.writer()
             if self.replica is not None and self.store.path is None:
                 from mcptape.gateway.heartbeat import Heartbeat
@@ -149,14 +194,23 @@ class GatewayStore:
                 handle.error = self.error or "the recording database is not open"
                 recorder.abandon(handle.error)
                 return
+            from mcptape.store import StoreBusyError
+
+            fields: dict[str, Any] = {
+                "mode": row.mode,
+                "name": row.name,
+                "transport": row.transport,
+                "upstream": row.upstream,
+                "replay_of": row.replay_of,
+            }
             try:
-                session_id = self.store.create_session(
-                    mode=row.mode,
-                    name=row.name,
-                    transport=row.transport,
-                    upstream=row.upstream,
-                    replay_of=row.replay_of,
-                )
+                try:
+                    session_id = self.store.create_session(wait_for_lock=False, **fields)
+                except StoreBusyError:
+                    # Another process holds the write lock: the row waits on the writer with the
+                    # frames, and the recorder is attached at once (its frames then count against
+                    # the process's bound, not each session's).
+                    session_id = self.writer.create_session(**fields)
                 self.writer.update_session(session_id, started_at=handle.started_at, **row.extra)
             except Exception as exc:
                 handle.error = f"cannot create the session row: {exc}"

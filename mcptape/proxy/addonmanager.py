@@ -93,6 +93,11 @@ class AddonManager:
                 fn = getattr(addon, name, None)
                 if callable(fn):
                     self._hooks[name].append((addon, fn))
+        # The frame hooks of each phase, looked up once: run_frame runs for every frame.
+        self._phases: tuple[tuple[str, list[tuple[object, HookFn]]], ...] = (
+            ("frame", self._hooks["frame"]),
+            ("frame_done", self._hooks["frame_done"]),
+        )
         self._reported: set[tuple[int, str]] = set()
         self.on_error: Callable[[str], None] | None = None
         self._tasks: set[asyncio.Future[None]] = set()  # async hooks called from sync code, running
@@ -160,13 +165,9 @@ class AddonManager:
         ``prepare(flow)`` runs once between the two: the decision is made, the frame is not
         recorded yet (the relay lets the destination link say how the frame goes out).
         """
-        return self._run((0 if decide else 1, 0), flow, prepare)
-
-    def _run(self, stage: _Stage, flow: Flow, prepare: Prepare | None) -> Awaitable[None] | None:
-        step = self._step(stage, flow, prepare)
-        if step is None:
-            return None
-        return self._finish(step, flow, prepare)
+        # Without frame hooks nothing decides: start with the observers.
+        step = self._step((0 if decide and self._phases[0][1] else 1, 0), flow, prepare)
+        return None if step is None else self._finish(step, flow, prepare)
 
     def _step(
         self, stage: _Stage, flow: Flow, prepare: Prepare | None
@@ -176,8 +177,7 @@ class AddonManager:
         while phase < 2:
             if phase == 1 and index == 0 and prepare is not None:
                 prepare(flow)
-            hook = "frame" if phase == 0 else "frame_done"
-            hooks = self._hooks[hook]
+            hook, hooks = self._phases[phase]
             while index < len(hooks):
                 if phase == 0 and flow.decided:
                     index = len(hooks)

@@ -25,7 +25,7 @@ from mcptape.wire.jsonrpc import error_response, result_response
 from mcptape.wire.jsontext import element_spans
 
 
-@dataclass
+@dataclass(slots=True)
 class Flow:
     """One frame through the relay. ``injected``: mcptape wrote it (not a peer)."""
 

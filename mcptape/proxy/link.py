@@ -46,11 +46,12 @@ MockTransport is the model).
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from mcptape.wire.frame import Frame
 
@@ -72,7 +73,8 @@ class LinkEnd:
 
     ``reason``: ``"exited"`` (a process ended; ``exit_code`` is its returncode, negative
     when killed by a signal), ``"closed"`` (the peer closed the connection), ``"error"``
-    (a transport error, see ``detail``) or ``"stopped"`` (we ended it).
+    (a transport error, see ``detail``), ``"unreachable"`` (a remote peer that could not be
+    reached at all: the session never started, see ``detail``) or ``"stopped"`` (we ended it).
     ``stopped_by_us`` says whether mcptape had to signal or cut the peer.
     """
 
@@ -81,6 +83,16 @@ class LinkEnd:
     detail: str | None = None
     stderr_tail: tuple[str, ...] = ()
     stopped_by_us: bool = False
+
+    def stderr_words(self) -> str:
+        """``; its last stderr line: …``, or ``; its stderr says: Error: …`` when the line that
+        says why comes before the last (a stack trace, Node's version footer); empty without stderr."""
+        line = telling_line(self.stderr_tail)
+        if line is None:
+            return ""
+        if line == self.stderr_tail[-1].strip():
+            return f"; its last stderr line: {line}"
+        return f"; its stderr says: {line}"
 
 
 def describe_status(returncode: int | None) -> str:
@@ -105,6 +117,29 @@ def status_sentence(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
+# Lines of a crash report that say nothing of why: Node's version footer and its hint about
+# --trace-uncaught, and the frames of a JavaScript stack.
+_NOT_TELLING: Final = re.compile(r"Node\.js v\d|\(Use `node --trace")
+_STACK_FRAME: Final = re.compile(r"\s+at\s")
+
+
+def telling_line(tail: Sequence[str]) -> str | None:
+    """The stderr line that says why a server ended: the error above the last stack trace
+    (``Error: ENOENT …`` rather than Node's ``Node.js v20.11.1`` footer under it), else the
+    last line that is not a footer; None when there is none."""
+    lines = [line for line in tail if line.strip() and not _NOT_TELLING.match(line.strip())]
+    if not lines:
+        return None
+    frames = [i for i, line in enumerate(lines) if _STACK_FRAME.match(line)]
+    if frames:
+        start = frames[-1]
+        while start > 0 and _STACK_FRAME.match(lines[start - 1]):
+            start -= 1
+        if start > 0:
+            return lines[start - 1].strip()
+    return lines[-1].strip()
+
+
 def shell_status(returncode: int) -> int:
     """The status a shell would report: 128 + signal number for a killed process."""
     return 128 - returncode if returncode < 0 else returncode
@@ -114,8 +149,8 @@ def shell_status(returncode: int) -> int:
 class Link(Protocol):
     """A channel of frames to and from one peer; see the module docstring for the contract.
 
-    The last three methods are optional abilities: :class:`LinkBase` gives each a
-    default that does nothing, and the relay calls them on every link.
+    The last four methods are optional abilities: :class:`LinkBase` gives each a
+    default (nothing, but for ``cut``), and the relay calls them on every link.
     """
 
     name: str
@@ -134,7 +169,11 @@ class Link(Protocol):
 
     def hurry(self) -> None: ...
 
+    def kill(self) -> None: ...
+
     def watch_transport(self, settled: Callable[[str], None]) -> None: ...
+
+    def cut(self, frame: Frame) -> bool: ...
 
 
 class LinkBase:
@@ -150,9 +189,19 @@ class LinkBase:
     ``hurry()``
         mcptape itself was signalled: whoever did may not wait out the grace, so shorten
         the waits of :meth:`Link.aclose` (a process: stdin closed, then SIGTERM, sooner).
+    ``kill()``
+        mcptape was signalled again while it waited for its peers to end: end the peer now,
+        without grace (a process: SIGKILL to its whole process group), so nothing it
+        started outlives mcptape.
     ``watch_transport(settled)``
         ``settled(name)`` is called once the transport actually used is known, when the
         link chose it at run time (``auto``: streamable HTTP, or legacy SSE after a refusal).
+    ``cut(frame) -> bool``
+        A fault mcptape injects (:mod:`mcptape.proxy.addons.faults`): end what would carry
+        ``frame`` to the peer, without it. By default the whole connection: the peer sees
+        end of input (:meth:`Link.close_send`), and True says the link is cut off. A link
+        with several streams (streamable HTTP) ends only the one the frame would go on and
+        returns False. Any thread.
     """
 
     name: str = "link"
@@ -163,8 +212,15 @@ class LinkBase:
     def hurry(self) -> None:
         return None
 
+    def kill(self) -> None:
+        return None
+
     def watch_transport(self, settled: Callable[[str], None]) -> None:
         return None
+
+    def cut(self, frame: Frame) -> bool:
+        self.close_send()  # type: ignore[attr-defined]
+        return True
 
     @classmethod
     def prepares(cls) -> bool:

@@ -16,13 +16,15 @@ the loop awaits it; nothing ever blocks the event loop.
 mcptape's own messages: :meth:`Relay.send` sends a frame mcptape wrote (recorded with
 origin ``proxy``); :meth:`Relay.request` sends a request in an id space of mcptape's own
 (``"mcptape-N"``) and returns the reply, which is recorded and never forwarded
-(injection retries, replay, the ``call`` client).
+(injection retries, replay, the ``call`` client). :meth:`Relay.cut` cuts the client's
+connection where a frame would have gone (an injected fault).
 
 Lifecycle (:meth:`Relay.run`), every wait bounded:
 
 - the server ends (its output closes): what it still writes reaches the client, every
   client request still pending gets a JSON-RPC error saying how the server ended and
-  its last stderr line, and the session ends ``ok`` or ``error`` with its exit status;
+  the stderr line that says why (:func:`~mcptape.proxy.link.telling_line`), and the session
+  ends ``ok`` or ``error`` with its exit status;
 - the client ends: with ``answer_wait``, the server first sees the end of its input and
   has that long (from its last frame) to answer the requests the client still waits
   for, as it would answer them with nobody between (``echo request | mcptape record --
@@ -57,6 +59,9 @@ CONNECTION_CLOSED = -32000
 CLIENT_LINGER_S = 1.0  # how long the client link may take to take our last frames
 ANSWER_POLL_S = 0.02  # how often a client's end looks whether its last requests were answered
 OWN_PREFIX = "mcptape-"
+
+_TRACKED = frozenset(("request", "response", "error", "batch"))  # kinds _track looks at (and cancellations)
+_ANSWERS = frozenset(("response", "error"))
 
 Pending = dict[str, list[tuple[str, str, int | None]]]  # id_key -> [(id text, method, batch group)]
 
@@ -98,6 +103,7 @@ class Relay:
         # progress, time.monotonic(); log lines and other chatter do not count.
         self._draining = False
         self._heard = 0.0
+        self._cut = False  # the client's connection was cut (a fault): it reads nothing more
         self.stop_reason: str | None = None
         self.server_end: LinkEnd | None = None
         self._pending: Pending = {}  # client requests forwarded and not yet answered
@@ -175,31 +181,37 @@ class Relay:
 
     def _forward(self, flow: Flow) -> Awaitable[Any] | None:
         frame = flow.frame
-        waits: list[Awaitable[Any]] = []
-        for reply in flow.replies:
+        waits = self._send_replies(flow.replies) if flow.replies else None
+        out = flow.outgoing
+        pending = None
+        if out is not None:
+            # A client request is pending before the server can answer it; what the server
+            # sends is looked at once it is on its way (off the answer's path: a server
+            # frame need not even be parsed before it is written).
+            to_server = out.direction == "c2s"
+            if to_server:
+                self._track_sent(out)
+            try:
+                pending = (self.server if frame.direction == "c2s" else self.client).send(out)
+            except LinkClosed:
+                self._end(frame.direction, "peer-closed")
+            if not to_server:
+                self._track_sent(out)
+        if not waits:
+            return pending
+        if pending is not None:
+            waits.append(pending)
+        return waits[0] if len(waits) == 1 else _gather(waits)
+
+    def _send_replies(self, replies: list[Frame]) -> list[Awaitable[Any]]:
+        """Send (and record) what addons answered a frame with; what to wait for."""
+        waits = []
+        for reply in replies:
             with contextlib.suppress(LinkClosed):
                 pending = self._send_recorded(reply)
                 if pending is not None:
                     waits.append(pending)
-        out = flow.outgoing
-        if out is not None:
-            dst = self.server if frame.direction == "c2s" else self.client
-            if out.kind in ("request", "response", "error", "batch") or (
-                out.kind == "notification" and out.method == CANCELLED and out.direction == "c2s"
-            ):
-                self._track(out)
-            try:
-                pending = dst.send(out)
-            except LinkClosed:
-                self._end(frame.direction, "peer-closed")
-                pending = None
-            if pending is not None:
-                waits.append(pending)
-        if not waits:
-            return None
-        if len(waits) == 1:
-            return waits[0]
-        return _gather(waits)
+        return waits
 
     def _send_recorded(self, frame: Frame) -> Awaitable[Any] | None:
         """Record a frame mcptape wrote, then send it toward its direction's peer."""
@@ -209,17 +221,28 @@ class Relay:
             self.addons.run_frame(flow, decide=False, prepare=self._prepare_step), lambda: dst.send(frame)
         )
 
+    def _track_sent(self, frame: Frame) -> None:
+        """Track a frame being forwarded when it can start or end a request (or cancel one)."""
+        found = frame.classification
+        kind = found.kind
+        if kind in _TRACKED or (
+            kind == "notification" and found.method == CANCELLED and frame.direction == "c2s"
+        ):
+            self._track(frame)
+
     def _track(self, frame: Frame) -> None:
         """Keep the client requests the server has not answered yet (ids as peers compare them)."""
-        kind = frame.kind
+        found = frame.classification
+        kind, rpc_id = found.kind, found.rpc_id
         with self._lock:
             if frame.direction == "c2s":
-                if kind == "notification":
+                if kind == "request":
+                    if rpc_id is not None:
+                        self._pending.setdefault(id_key(rpc_id), []).append(
+                            (rpc_id, found.method or "", None)
+                        )
+                elif kind == "notification":
                     self._cancelled(frame)
-                elif kind == "request" and frame.rpc_id is not None:
-                    self._pending.setdefault(id_key(frame.rpc_id), []).append(
-                        (frame.rpc_id, frame.method or "", None)
-                    )
                 elif kind == "batch":
                     group = next(self._batch_ids)
                     for c in classify_batch(frame.data):
@@ -227,11 +250,12 @@ class Relay:
                             self._pending.setdefault(id_key(c.rpc_id), []).append(
                                 (c.rpc_id, c.method or "", group)
                             )
-            elif kind in ("response", "error") and frame.rpc_id is not None:
-                self._answered(frame.rpc_id)
+            elif kind in _ANSWERS:
+                if rpc_id is not None:
+                    self._answered(rpc_id)
             elif kind == "batch":
                 for c in classify_batch(frame.data):
-                    if c.kind in ("response", "error") and c.rpc_id is not None:
+                    if c.kind in _ANSWERS and c.rpc_id is not None:
                         self._answered(c.rpc_id)
 
     def _cancelled(self, frame: Frame) -> None:
@@ -253,14 +277,37 @@ class Relay:
     # -- mcptape's own messages -------------------------------------------------------
 
     async def send(self, frame: Frame) -> None:
-        """Send a frame mcptape wrote toward its direction's peer, recording it (origin proxy)."""
+        """Send a frame mcptape wrote toward its direction's peer, recording it (origin proxy).
+
+        It counts as forwarded: an answer mcptape gives in the server's place settles the
+        client's request, and a client request mcptape sends late (a delayed frame) is
+        answered with an error if the server ends without answering it.
+        """
+        await self._send_own(frame, track=True)
+
+    async def _send_own(self, frame: Frame, *, track: bool) -> None:
         frame.origin = "proxy"
-        if frame.direction == "s2c" and frame.kind in ("response", "error", "batch"):
-            # an answer mcptape gives in the server's place settles the client's request
+        if track:
             self._track(frame)
         pending = self._send_recorded(frame)
         if pending is not None:
             await pending
+
+    def cut(self, frame: Frame) -> None:
+        """Cut the client's connection where ``frame`` (not sent) would have gone: a fault mcptape injects.
+
+        The client-facing link ends what would carry the frame (:meth:`LinkBase.cut`);
+        when that is the whole connection (stdio), the session ends as if the client had
+        left, without waiting for answers it can no longer read. Any thread.
+        """
+        try:
+            whole = self.client.cut(frame)
+        except Exception:  # a link that cannot cut is cut off altogether
+            self.client.close_send()
+            whole = True
+        if whole:
+            self._cut = True
+            self._end("c2s", "cut")
 
     async def request(
         self,
@@ -284,7 +331,8 @@ class Relay:
         key = f"{opposite(direction)}:{orjson.dumps(rid).decode()}"
         self._own[key] = (loop, future)
         try:
-            await self.send(Frame(orjson.dumps(message), direction, origin="proxy"))
+            # Not tracked: the reply is intercepted (deliver) and never settles a peer's request.
+            await self._send_own(Frame(orjson.dumps(message), direction, origin="proxy"), track=False)
             return await asyncio.wait_for(future, timeout)
         finally:
             self._own.pop(key, None)
@@ -391,9 +439,7 @@ class Relay:
         code = end.exit_code
         if code == 0 or (code is None and end.reason == "closed"):
             return Outcome("ok", code, None, stopped_by_us=end.stopped_by_us)
-        error = f"the server {status_sentence(code)}"
-        if end.stderr_tail:
-            error += ": " + " | ".join(end.stderr_tail[-5:])
+        error = f"the server {status_sentence(code)}{end.stderr_words()}"
         return Outcome("error", code, error, stopped_by_us=end.stopped_by_us)
 
     async def _client_ended(self) -> Outcome:
@@ -416,7 +462,7 @@ class Relay:
         True when it gave up on requests still pending (silence or a stop); a server that
         ends on its own without answering leaves the client no answer, as it would directly.
         """
-        if self.answer_wait <= 0 or not self._pending:
+        if self.answer_wait <= 0 or not self._pending or self._cut:
             return False
         assert self._stop is not None
         self.server.close_send()
@@ -459,11 +505,13 @@ class Relay:
         if not pending:
             return
         tail = list(end.stderr_tail)
+        if how is None and end.reason == "unreachable" and end.detail:
+            how = f"could not be reached ({end.detail.removeprefix('cannot reach the MCP server at ')})"
         if how is None:
             how = status_sentence(end.exit_code) if end.reason == "exited" else "closed the connection"
         if self.stop_reason:
             how = f"was stopped ({self.stop_reason})"
-        last = f"; its last stderr line: {tail[-1]}" if tail else ""
+        last = end.stderr_words()
         data = {"exitCode": end.exit_code, "stderr": tail[-5:]}
         singles: list[bytes] = []
         batches: dict[int, list[bytes]] = {}

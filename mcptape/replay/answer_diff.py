@@ -131,10 +131,19 @@ def _pointer(pointer: str, a: Any, b: Any) -> dict[str, Any]:
 
 
 def _request_name(key: str) -> str:
+    """``tools/call read_text_file {"path": "/srv/big.txt"}``: the method, what it names, and a
+    tool call's or prompt's arguments (which file was read)."""
+    from mcptape.replay.showdiff import arguments_text
+    from mcptape.wire.protocol import PROMPTS_GET, TOOLS_CALL
+
     method, _, params_text = key.partition(" ")
     params = json.loads(params_text)
     name = params.get("name") or params.get("uri") if isinstance(params, dict) else None
-    return f"{method} {name}" if isinstance(name, str) else method
+    text = f"{method} {name}" if isinstance(name, str) else method
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    if arguments and method in (TOOLS_CALL, PROMPTS_GET):
+        text += " " + arguments_text(arguments)
+    return text
 
 
 def _tool(method: str, key: str) -> str | None:

@@ -7,7 +7,10 @@ client's requests from the server's recorded responses. Pure.
 Identical requests are answered in recorded order: each entry is used once, and the
 next identical one is taken; when all are used, the last one is given again (a client
 that polls ``tools/list`` once more than it did when recorded still gets an answer).
-Parameters are compared after normalisation (``_meta`` and minted ids out).
+Parameters are compared after normalisation (``_meta`` and minted ids out), as the
+request's ``{"params": ...}`` so that ``--ignore 'tools/list=/params'`` and the pointers a
+near miss names (``/params/arguments/city``) mean the same; absent, ``null`` and empty params
+are the same request.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from mcptape.replay.matchers import NearMiss, nearest, request_key
+from mcptape.replay.matchers import NearMiss, nearest, request_body, request_key
 from mcptape.replay.normalise import Normaliser
+from mcptape.replay.tape import subject_of
 
 
 @dataclass
@@ -44,8 +48,13 @@ class AnswerBook:
             self._by_key[self._key(entry.method, entry.params)].append(entry)
             self._by_method[entry.method].append(entry)
 
+    def _body(self, method: str | None, params: Any) -> dict[str, Any]:
+        tool = subject_of(method, params)
+        request = {} if params is None else {"params": params}
+        return request_body(self.normaliser.normalise(request, method, tool))
+
     def _key(self, method: str | None, params: Any) -> bytes:
-        return request_key(method, self.normaliser.normalise(params, method))
+        return request_key(method, self._body(method, params))
 
     @staticmethod
     def _next(entries: list[Entry]) -> Entry | None:
@@ -65,11 +74,10 @@ class AnswerBook:
 
     def near(self, method: str | None, params: Any, k: int = 3) -> list[NearMiss]:
         """The ``k`` recorded requests nearest to one that matched nothing."""
-        norm = self.normaliser.normalise
         return nearest(
             method,
-            norm(params, method),
-            ((e.index, e.method, norm(e.params, e.method)) for e in self.entries),
+            self._body(method, params),
+            ((e.index, e.method, self._body(e.method, e.params)) for e in self.entries),
             k,
         )
 

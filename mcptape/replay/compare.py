@@ -9,7 +9,6 @@ guaranteed) and the server-initiated requests made meanwhile.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -19,7 +18,9 @@ from xml.sax.saxutils import escape, quoteattr
 
 from mcptape.replay.matchers import ABSENT, Difference, canonical, differences
 from mcptape.replay.normalise import Normaliser
+from mcptape.replay.showdiff import Repeats, arguments_text, as_json, cut, long_text_lines
 from mcptape.replay.tape import Exchange, Tape
+from mcptape.wire.protocol import PROMPTS_GET, TOOLS_CALL
 
 MATCH: Final = "match"
 DIFFERS: Final = "differs"
@@ -35,10 +36,17 @@ class ExchangeResult:
     subject: str | None
     status: str
     differences: list[Difference] = field(default_factory=list)
+    arguments: Any = None  # a tool call's or prompt's arguments: which file was read, say
 
     def label(self) -> str:
         subject = f" {self.subject}" if self.subject else ""
         return f"#{self.index} {self.method}{subject}"
+
+    def heading(self) -> str:
+        """The label with the request's arguments, for the report's ✗ line."""
+        if self.arguments is None:
+            return self.label()
+        return f"{self.label()} {arguments_text(self.arguments)}"
 
 
 @dataclass
@@ -125,6 +133,8 @@ def _item_differences(recorded: list[Item], replayed: list[Item]) -> list[Differ
 def compare_response(normaliser: Normaliser, recorded: Exchange, replayed: Exchange | None) -> ExchangeResult:
     """One exchange's result from its response alone (``result`` or ``error``, not the id)."""
     result = ExchangeResult(recorded.index, recorded.method, recorded.subject, MATCH)
+    if recorded.method in (TOOLS_CALL, PROMPTS_GET) and isinstance(recorded.params, dict):
+        result.arguments = recorded.params.get("arguments") or None
     if replayed is None or (replayed.response is None and recorded.response is not None):
         result.status = MISSING
         return result
@@ -185,15 +195,21 @@ def _take(pool: list[Item], item: Item) -> bool:
 
 # -- reporting ---------------------------------------------------------------------------
 
-VALUE_WIDTH: Final = 120
-
 
 def show_value(value: Any) -> str:
     """A value in a diff line: JSON, cut to a readable width."""
     if value is ABSENT:
         return ABSENT
-    text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 3] + "..."
+    return cut(as_json(value))
+
+
+def format_difference(d: Difference) -> list[str]:
+    """One difference: its pointer and both values; two long texts as where they differ."""
+    where = d.pointer or "/"
+    long = long_text_lines(d.recorded, d.replayed)
+    if long is not None:
+        return [f"{where}: {long[0]}", *("  " + line for line in long[1:])]
+    return [f"{where}: recorded {show_value(d.recorded)}, replayed {show_value(d.replayed)}"]
 
 
 def format_exchange(result: ExchangeResult) -> list[str]:
@@ -201,12 +217,15 @@ def format_exchange(result: ExchangeResult) -> list[str]:
     if result.status == MATCH:
         return []
     if result.status == MISSING:
-        return [f"✗ {result.label()}: no response from the replayed server"]
-    lines = [f"✗ {result.label()}: {len(result.differences)} difference(s)"]
+        return [f"✗ {result.heading()}: no response from the replayed server"]
+    lines = [f"✗ {result.heading()}: {len(result.differences)} difference(s)"]
+    repeats = Repeats()
     for d in result.differences:
-        lines.append(
-            f"    {d.pointer or '/'}: recorded {show_value(d.recorded)}, replayed {show_value(d.replayed)}"
-        )
+        earlier = repeats.earlier(d.pointer or "/", d.recorded, d.replayed)
+        if earlier is not None:
+            lines.append(f"    {d.pointer or '/'}: the same difference as {earlier}")
+        else:
+            lines += ["    " + line for line in format_difference(d)]
     return lines
 
 
@@ -239,6 +258,7 @@ def report_json(results: Sequence[SessionResult]) -> dict[str, Any]:
             "index": e.index,
             "method": e.method,
             "subject": e.subject,
+            "arguments": e.arguments,
             "status": e.status,
             "differences": [
                 {

@@ -124,13 +124,16 @@ class Forwarder:
 
 def gone(request: dict[str, Any], end: LinkEnd) -> dict[str, Any]:
     """The JSON-RPC error for ``request`` when the server has ended as ``end`` says."""
+    if end.reason == "unreachable" and end.detail:  # never reached: its own words, for each miss
+        text = f"mcptape serve: --on-miss forward: {end.detail}"
+        return {"jsonrpc": "2.0", "id": request.get("id"), "error": {"code": GONE, "message": text}}
     if end.reason == "exited":
         how = status_sentence(end.exit_code)
     elif end.reason == "error" and end.detail:
         how = f"failed ({end.detail.removeprefix('mcptape: ')})"
     else:
         how = "closed the connection"
-    last = f"; its last stderr line: {end.stderr_tail[-1]}" if end.stderr_tail else ""
+    last = end.stderr_words()
     method = request.get("method")
     what = method if isinstance(method, str) else "this request"
     text = f"mcptape serve: the server for --on-miss forward {how} before answering {what}{last}"

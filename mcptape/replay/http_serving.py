@@ -49,7 +49,9 @@ class TapeUpstreams:
             fallback = open_fallback(self.plan)
         except SpawnError as exc:
             raise UpstreamUnavailable(f"the server for --on-miss forward cannot be started: {exc}") from exc
-        tape = TapeServer(self.plan.tape, normaliser=self.plan.normaliser, fallback=fallback)
+        tape = TapeServer(
+            self.plan.tape, normaliser=self.plan.normaliser, fallback=fallback, pace=self.plan.pace
+        )
         self.tapes.append(tape)
         return tape, session_plan
 

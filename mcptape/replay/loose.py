@@ -21,7 +21,9 @@ from typing import Any
 from mcptape.replay.tape import Tape
 from mcptape.wire.frame import classify_message
 
-Item = tuple[str, Any]  # ("notification", message) or ("call", ServerCall), as Exchange.timeline
+Item = tuple[
+    str, Any, float
+]  # ("notification", message, ts) or ("call", ServerCall, ts), as Exchange.timeline
 Anchor = tuple[str, int]  # (client method, its occurrence from 1)
 
 
@@ -49,9 +51,9 @@ def anchored(tape: Tape) -> dict[Anchor, list[Item]]:
         for message in frame.messages:
             item: Item | None = None
             if id(message) in loose:
-                item = ("notification", message)
+                item = ("notification", message, frame.ts)
             elif id(message) in calls:
-                item = ("call", calls[id(message)])
+                item = ("call", calls[id(message)], frame.ts)
             if item is not None and anchor is not None:
                 out.setdefault(anchor, []).append(item)
     return out

@@ -152,9 +152,18 @@ def canonical(value: Any) -> bytes:
         return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
-def request_key(method: str | None, params: Any) -> bytes:
-    """What identifies a request when ids do not: its method and canonical (normalised) params."""
-    return (method or "").encode() + b"\x00" + canonical(params)
+def request_body(normalised: dict[str, Any]) -> dict[str, Any]:
+    """A request as matching sees it, from its normalised ``{"params": ...}``: absent, ``null`` and
+    empty params are the same request (the TypeScript SDK sends none on ``tools/list``, the
+    Inspector ``{}``, and params holding only ``_meta`` are empty once normalised)."""
+    if "params" in normalised and normalised["params"] in (None, {}):
+        return {k: v for k, v in normalised.items() if k != "params"}
+    return normalised
+
+
+def request_key(method: str | None, body: Any) -> bytes:
+    """What identifies a request when ids do not: its method and canonical :func:`request_body`."""
+    return (method or "").encode() + b"\x00" + canonical(body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,19 +184,19 @@ class NearMiss:
 
 def nearest(
     method: str | None,
-    params: Any,
+    body: Any,
     candidates: Iterable[tuple[int, str | None, Any]],
     k: int = 3,
 ) -> list[NearMiss]:
-    """The ``k`` candidates ``(index, method, params)`` closest to a request, fewest differences first.
+    """The ``k`` candidates ``(index, method, body)`` closest to a request, fewest differences first.
 
-    A different method counts as a difference at ``/method`` and ranks after every
-    candidate of the same method.
+    Bodies are :func:`request_body` values, so the fields are JSON Pointers into the request
+    (``/params/arguments/city``), as ``--ignore`` takes them. A different method counts as a
+    difference at ``/method`` and ranks after every candidate of the same method.
     """
     scored: list[tuple[int, int, NearMiss]] = []
-    for index, cand_method, cand_params in candidates:
-        diffs = [d.pointer for d in differences(cand_params, params, limit=20)]
-        fields = ["/params" + p for p in diffs]
+    for index, cand_method, cand_body in candidates:
+        fields = [d.pointer for d in differences(cand_body, body, limit=20)]
         other_method = cand_method != method
         if other_method:
             fields.insert(0, "/method")

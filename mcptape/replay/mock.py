@@ -9,7 +9,8 @@ and lives on the event loop:
 - what the server sent while answering is sent again first, in recorded order:
   notifications (a progress notification carries the live request's progress token),
   and server-initiated requests, each sent to the client and its answer awaited (the
-  relay records it) before the next;
+  relay records it) before the next; spaced as recorded by default, and a notification
+  and the answer after it always apart (:mod:`mcptape.replay.pace`);
 - what the server sent while no request was in flight (``notifications/initialized``
   often starts a ``tools/list_changed`` or a ``roots/list``) is sent again after the
   live client message that preceded it in the recording (:mod:`mcptape.replay.loose`);
@@ -52,6 +53,7 @@ from mcptape.replay.forwarding import Forwarder
 from mcptape.replay.loose import Anchors, Item, anchored
 from mcptape.replay.matchers import miss_message
 from mcptape.replay.normalise import Normaliser
+from mcptape.replay.pace import Pace, Pacer
 from mcptape.replay.tape import Exchange, ServerCall, Tape, id_key
 from mcptape.wire.frame import Frame, classify_message
 from mcptape.wire.protocol import DISCOVER, HELLO_METHODS, INITIALIZE
@@ -76,9 +78,11 @@ class TapeServer(LinkBase):
         normaliser: Normaliser | None = None,
         fallback: Link | None = None,
         call_timeout: float = CALL_TIMEOUT,
+        pace: Pace | None = None,
     ) -> None:
         self.name = "tape"
         self.tape = tape
+        self.pace = pace or Pace()
         self.forwarder = Forwarder(fallback) if fallback is not None else None
         self.call_timeout = call_timeout
         self.handshakes: dict[str, Exchange] = {}
@@ -294,7 +298,12 @@ class TapeServer(LinkBase):
 
     async def _play_items(self, items: list[Item]) -> None:
         """Loose server messages: notifications sent, server requests sent and their answers awaited."""
-        for what, item in items:
+        pacer = Pacer(self.pace)
+        for what, item, ts in items:
+            await pacer.wait(ts)
+            # Marked before a server request's answer is awaited: the recorded gap after it
+            # holds the client's answer time too.
+            pacer.sent(ts, notification=what == "notification")
             if what == "notification":
                 await self._out(item)
             else:
@@ -304,7 +313,8 @@ class TapeServer(LinkBase):
         self, exchange: Exchange, request: dict[str, Any], after: list[Item] | None = None
     ) -> None:
         recorded_token, live_token = _token(exchange.request), _token(request)
-        for what, item in exchange.timeline:
+        pacer = Pacer(self.pace)
+        for what, item, ts in exchange.timeline:
             if what == "notification":
                 params = item.get("params")
                 if (
@@ -315,11 +325,15 @@ class TapeServer(LinkBase):
                     if live_token is None:
                         continue  # this client asked for no progress
                     item = {**item, "params": {**params, "progressToken": live_token}}
+            await pacer.wait(ts)
+            pacer.sent(ts, notification=what == "notification")  # as in _play_items
+            if what == "notification":
                 await self._out(item)
             else:
                 await self._server_call(item)
         data = self._response_bytes(exchange, request)
         if data is not None:
+            await pacer.wait(exchange.response_ts, answer=True)
             await self._out(data)
         if after:
             await self._play_items(after)

@@ -15,6 +15,11 @@ Defaults, each of which the user can turn off (``--keep CATEGORY``):
     (``Thu, 26 Nov 2026 15:30:01 GMT``) and C's ``ctime`` (``Thu Nov 26 15:30:01 2026``);
     and members named like ``timestamp``/``createdAt``/``lastModified``.
 
+A tool result's text content that is the JSON of its ``structuredContent`` (what the
+specification asks a tool with structured output to send too) is compared as that
+structured content, once: it becomes ``<structuredContent>``, so a changed field is reported
+at its pointer in ``structuredContent`` alone, and ``--ignore`` of that pointer covers the text.
+
 On top, ``--ignore-text`` regular expressions: what they match inside any string is
 replaced by ``<ignored>`` on both sides (a random number or a duration inside a tool's
 text, which ``--ignore`` could only leave out with the whole text); and ``--ignore`` rules: a JSON Pointer whose segments may be ``*`` (any member or
@@ -33,6 +38,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from mcptape.wire.protocol import TOOLS_CALL
+
 CATEGORIES: Final = ("meta", "ids", "timestamps")
 MINTED_KEYS: Final = frozenset(
     {"requestState", "nextCursor", "cursor", "taskId", "sessionId", "requestId", "resumptionToken"}
@@ -42,6 +49,7 @@ TIME_KEYS: Final = frozenset(
 )
 MINTED: Final = "<minted>"
 IGNORED: Final = "<ignored>"
+MIRROR: Final = "<structuredContent>"  # a text content block that repeats the structured content
 TIMESTAMP: Final = "<timestamp>"
 UUID: Final = "<uuid>"
 _UUID_RE: Final = re.compile(
@@ -152,7 +160,7 @@ class Normaliser:
 
     def normalise(self, value: Any, method: str | None = None, tool: str | None = None) -> Any:
         """A copy of ``value`` without what the defaults and the rules for ``method``/``tool`` remove."""
-        out = self._defaults(value)
+        out = self._defaults(mirrors_folded(value) if method == TOOLS_CALL else value)
         for rule in self.ignores:
             if rule.segments and rule.applies(method, tool):
                 out = remove_pointer(out, rule.segments)
@@ -190,6 +198,36 @@ class Normaliser:
             if ":" in text:
                 text = _TEXT_DATE_RE.sub(TIMESTAMP, text)
         return text
+
+
+def mirrors_folded(answer: Any) -> Any:
+    """``answer`` (``{"result": ...}``) with each text content block that is the JSON of the
+    result's ``structuredContent`` replaced by :data:`MIRROR`; the same object when there is none."""
+    result = answer.get("result") if isinstance(answer, dict) else None
+    if not isinstance(result, dict) or "structuredContent" not in result:
+        return answer
+    content = result.get("content")
+    if not isinstance(content, list):
+        return answer
+    structured = result["structuredContent"]
+    folded = [{**block, "text": MIRROR} if _mirrors(block, structured) else block for block in content]
+    if all(a is b for a, b in zip(folded, content, strict=True)):
+        return answer
+    return {**answer, "result": {**result, "content": folded}}
+
+
+def _mirrors(block: Any, structured: Any) -> bool:
+    if not isinstance(block, dict) or block.get("type") != "text":
+        return False
+    text = block.get("text")
+    if not isinstance(text, str) or not text.lstrip().startswith(("{", "[")):
+        return False
+    import json
+
+    try:
+        return bool(json.loads(text) == structured)
+    except ValueError:
+        return False
 
 
 def remove_pointer(value: Any, segments: tuple[str, ...]) -> Any:

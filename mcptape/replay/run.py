@@ -184,21 +184,39 @@ def _link_error(frames: list[TapeFrame]) -> str | None:
 
 
 def write_jsonl(path: Path, frames: list[TapeFrame]) -> None:
-    """Write frames in the format ``mcptape export`` writes (replacing ``path`` only when complete)."""
-    import base64
-    import os
+    """Write frames in the format ``mcptape export`` writes, replacing ``path`` only when complete.
 
+    The file keeps its mode (a recording only its owner may read stays so), and a symlink
+    stays a symlink: the file it points to is the one replaced.
+    """
+    import base64
+    import contextlib
+    import os
+    import tempfile
+
+    target = path.resolve()
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o600
     start = frames[0].ts if frames else 0.0
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "w", encoding="utf-8", newline="\n") as out:
-        for frame in frames:
-            obj: dict[str, object] = {"dir": frame.direction, "t": round(frame.ts - start, 6)}
-            try:
-                obj["frame"] = frame.data.decode("utf-8")
-            except UnicodeDecodeError:
-                obj["frame"] = frame.data.decode("utf-8", errors="replace")
-                obj["raw_b64"] = base64.b64encode(frame.data).decode("ascii")
-            if frame.origin == "proxy":
-                obj["origin"] = "proxy"
-            out.write(json.dumps(obj) + "\n")
-    os.replace(partial, path)
+    # mkstemp creates the file exclusively (never through a planted symlink), readable by us alone.
+    fd, partial = tempfile.mkstemp(prefix=target.name + ".", suffix=".partial", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            for frame in frames:
+                obj: dict[str, object] = {"dir": frame.direction, "t": round(frame.ts - start, 6)}
+                try:
+                    obj["frame"] = frame.data.decode("utf-8")
+                except UnicodeDecodeError:
+                    obj["frame"] = frame.data.decode("utf-8", errors="replace")
+                    obj["raw_b64"] = base64.b64encode(frame.data).decode("ascii")
+                if frame.origin == "proxy":
+                    obj["origin"] = "proxy"
+                out.write(json.dumps(obj) + "\n")
+            os.fchmod(out.fileno(), mode)
+        os.replace(partial, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise

@@ -52,6 +52,12 @@ class Snapshot:
     surfaces: dict[str, dict[str, Any] | None] = field(default_factory=lambda: dict.fromkeys(LISTS))
     exchanges: list[tuple[str, str, Any]] = field(default_factory=list)  # (method, request key, answer)
 
+    @property
+    def empty(self) -> bool:
+        """Whether the recording shows nothing of the server: no request was answered at all."""
+        listed = any(surface is not None for surface in self.surfaces.values())
+        return not (self.server or self.capabilities is not None or listed or self.exchanges)
+
 
 @dataclass
 class Change:

@@ -20,6 +20,7 @@ from mcptape.proxy.links.process import ProcessLink, SpawnError
 from mcptape.proxy.links.stdio import open_stdio_link
 from mcptape.replay.mock import TapeServer
 from mcptape.replay.normalise import Normaliser
+from mcptape.replay.pace import Pace
 from mcptape.replay.tape import Tape
 from mcptape.terminal import say as _say
 
@@ -43,6 +44,7 @@ class ServePlan:
     forward_description: str | None = None
     normaliser: Normaliser = field(default_factory=Normaliser)
     grace: float = 2.0
+    pace: Pace = field(default_factory=Pace)  # how the messages of one answer are spaced
     otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
 
     def forward_target(self) -> str:
@@ -118,7 +120,7 @@ async def run_serve(plan: ServePlan, client: Link | None = None) -> int:
         except LinkClosed as exc:
             _say(f"error: {exc}")
             return 2
-    tape_server = TapeServer(plan.tape, normaliser=plan.normaliser, fallback=fallback)
+    tape_server = TapeServer(plan.tape, normaliser=plan.normaliser, fallback=fallback, pace=plan.pace)
     session = assemble(serve_plan(plan, "stdio"), client, tape_server)
     await session.run(SIGNALS)
     if not await session.finish_store():

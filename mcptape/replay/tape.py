@@ -35,7 +35,7 @@ import orjson
 from mcptape.wire.frame import Direction, classify_message, parse
 from mcptape.wire.ids import encode_id
 from mcptape.wire.ids import id_key as text_key
-from mcptape.wire.protocol import CANCELLED, PROGRESS
+from mcptape.wire.protocol import CANCELLED, PROGRESS, PROMPTS_GET, TOOLS_CALL
 
 OWN_PREFIX: Final = "mcptape-"  # the ids of mcptape's own requests (Relay.request)
 
@@ -99,6 +99,14 @@ def message_kinds(frame: TapeFrame) -> list[tuple[str, Any]]:
     return [(classify_message(m).kind, m) for m in frame.messages]
 
 
+def subject_of(method: str | None, params: Any) -> str | None:
+    """The tool, prompt or resource a request is about: what ``--ignore METHOD:TOOL=`` scopes to."""
+    if not isinstance(params, dict):
+        return None
+    value = params.get("name") if method in (TOOLS_CALL, PROMPTS_GET) else params.get("uri")
+    return value if isinstance(value, str) else None
+
+
 @dataclass(slots=True)
 class ServerCall:
     """A server-initiated request (sampling, elicitation, roots, ping) and the answer it got."""
@@ -123,8 +131,10 @@ class Exchange:
     response_data: bytes | None = None  # the response frame's exact bytes (not for a batch)
     notifications: list[dict[str, Any]] = field(default_factory=list)
     server_calls: list[ServerCall] = field(default_factory=list)
-    # What the server sent while answering, in order: ("notification", message) or ("call", ServerCall).
-    timeline: list[tuple[str, Any]] = field(default_factory=list)
+    # What the server sent while answering, in order, with when it was recorded:
+    # ("notification", message, ts) or ("call", ServerCall, ts).
+    timeline: list[tuple[str, Any, float]] = field(default_factory=list)
+    response_ts: float | None = None  # when the response was recorded (``serve`` paces by it)
 
     @property
     def method(self) -> str | None:
@@ -138,9 +148,7 @@ class Exchange:
     @property
     def subject(self) -> str | None:
         """The tool, prompt or resource the request is about (``tools/call`` → tool name)."""
-        params = self.params if isinstance(self.params, dict) else {}
-        value = params.get("name") if self.method in ("tools/call", "prompts/get") else params.get("uri")
-        return value if isinstance(value, str) else None
+        return subject_of(self.method, self.params)
 
     @property
     def key(self) -> str:
@@ -205,9 +213,9 @@ class _Builder:
             self._client(frame)
         elif frame.kind == "batch":
             for kind, message in message_kinds(frame):
-                self._server(kind, message)
+                self._server(kind, message, frame.ts)
         elif frame.messages:
-            self._server(frame.kind, frame.messages[0], frame.data)
+            self._server(frame.kind, frame.messages[0], frame.ts, frame.data)
 
     def _client(self, frame: TapeFrame) -> None:
         own = False
@@ -263,13 +271,14 @@ class _Builder:
     def _latest(self) -> Exchange | None:
         return next(reversed(self.in_flight.values()), None)
 
-    def _server(self, kind: str, message: dict[str, Any], data: bytes | None = None) -> None:
+    def _server(self, kind: str, message: dict[str, Any], ts: float, data: bytes | None = None) -> None:
         if kind in ("response", "error"):
             key = id_key(message.get("id"))
             exchange = self.in_flight.pop(key, None)
             if exchange is not None:
                 exchange.response = message
                 exchange.response_data = data
+                exchange.response_ts = ts
                 self.answered.append(key)
         elif kind == "notification":
             owner = None
@@ -279,7 +288,7 @@ class _Builder:
             owner = owner or self._latest()
             if owner is not None:
                 owner.notifications.append(message)
-                owner.timeline.append(("notification", message))
+                owner.timeline.append(("notification", message, ts))
             else:
                 self.loose.append(message)
         elif kind == "request":
@@ -289,7 +298,7 @@ class _Builder:
             self.server_pending[id_key(message.get("id"))] = call
             if owner is not None:
                 owner.server_calls.append(call)
-                owner.timeline.append(("call", call))
+                owner.timeline.append(("call", call, ts))
 
 
 def build_tape(frames: Iterable[TapeFrame], source: str, **info: Any) -> Tape:
@@ -343,19 +352,31 @@ def read_jsonl(path: Path) -> Tape:
 
 
 def load_session(store: Any, ref: str) -> Tape:
-    """A tape from the store: ``ref`` is an id, a unique id prefix, a name (the latest) or ``last``."""
+    """A tape from the store: ``ref`` is an id, a unique id prefix, a name or ``last`` (the latest
+    such session in which the client sent a request)."""
     from mcptape.store.queries import SessionLookupError, resolve_session, session_frames
 
     try:
-        row = resolve_session(store, ref)
+        row = resolve_session(store, ref, replayable=True)
     except SessionLookupError as exc:
         raise TapeError(str(exc)) from None
     frames = [
         tape_frame(f.seq, "c2s" if f.direction == "c2s" else "s2c", f.origin, f.ts, f.data)
         for f in session_frames(store, row["id"])
     ]
-    label = f"session {row['id'][:12]}" + (f" ({row['name']})" if row["name"] else "")
+    label = session_label(row["id"], row["name"], row["mode"], row["started_at"])
     return build_tape(frames, label, session_id=row["id"], name=row["name"], started_at=row["started_at"])
+
+
+def session_label(session_id: str, name: str | None, mode: str | None, started_at: float | None) -> str:
+    """``session 7f35fb879920 (demo, record, started 2026-11-27 15:16:02)``: which recording a run
+    compares against, so that a name that now means another session is seen at once."""
+    import time
+
+    details = [d for d in (name, mode) if d]
+    if started_at is not None:
+        details.append("started " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started_at)))
+    return f"session {session_id[:12]}" + (f" ({', '.join(details)})" if details else "")
 
 
 def matching_names(store: Any, pattern: str) -> list[str]:

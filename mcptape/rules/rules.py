@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from mcptape.rules.templates import (
     ELICITATION,
@@ -48,6 +48,7 @@ from mcptape.rules.templates import (
     error_problem,
     result_problem,
 )
+from mcptape.wire.protocol import PING, SERVER_REQUESTS, TASK_METHODS
 
 __all__ = [
     "Answer",
@@ -59,6 +60,7 @@ __all__ = [
     "auto_result",
     "check_error",
     "check_result",
+    "parse_root",
     "parse_rule",
 ]
 
@@ -139,7 +141,7 @@ class Rules:
         if handle_elicitation is not None:
             rules.append(_flag_rule("--handle-elicitation", ELICITATION, handle_elicitation))
         if roots:
-            listed = {"roots": [_root(spec) for spec in roots]}
+            listed = {"roots": [parse_root(spec) for spec in roots]}
             rules.append(Rule((ROOTS,), _fixed(listed), True))
         return cls(rules)
 
@@ -267,7 +269,7 @@ def _flag_rule(flag: str, method: str, value: str) -> Rule:
     return Rule((method,), _fixed(result), True)
 
 
-def _root(spec: str) -> dict[str, str]:
+def parse_root(spec: str) -> dict[str, str]:
     uri, sep, name = spec.partition("=")
     if not uri:
         raise RuleError(f"--roots: {spec!r} has no URI (expected URI or URI=NAME)")
@@ -310,6 +312,8 @@ def parse_rule(item: Any, where: str) -> Rule:
     methods = (method,) if isinstance(method, str) else method
     if not isinstance(methods, list | tuple) or not methods or not all(isinstance(m, str) for m in methods):
         raise RuleError(f"{where}: 'method' must be a method name or a list of them")
+    for name in methods:
+        check_method(name, where)
     for name in ("tool", "contains", "regex"):
         if name in item and not isinstance(item[name], str):
             raise RuleError(f"{where}: {name!r} must be a string")
@@ -339,6 +343,25 @@ def parse_rule(item: Any, where: str) -> Rule:
             check_result(m, item["result"], where)
         outcome = _fixed(item["result"])
     return Rule(tuple(methods), outcome, answers, item.get("tool"), item.get("contains"), regex)
+
+
+# What a server may ask a client, so what a rule can answer: a misspelt method would match
+# nothing, silently, and the client would be asked after all.
+ANSWERABLE: Final = frozenset({*SERVER_REQUESTS, PING, *TASK_METHODS})
+
+
+def check_method(method: str, where: str) -> None:
+    """Raise RuleError when ``method`` is no request a server sends a client (``*`` is any)."""
+    if method == "*" or method in ANSWERABLE:
+        return
+    import difflib
+
+    near = difflib.get_close_matches(method, sorted(ANSWERABLE), n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    known = ", ".join(sorted(ANSWERABLE))
+    raise RuleError(
+        f"{where}: {method!r} is not a request a server sends a client: {hint}(rules answer {known}, or *)"
+    )
 
 
 def _dumps(value: Any) -> str:

@@ -8,13 +8,22 @@ with :meth:`Backlog.wait_below_limit`, the event loop with ``await``
 :meth:`Backlog.drain`. Bounding the lag in time is what bounds the loss of a ``kill -9``.
 
 When each row was queued is kept as a sample every :data:`SAMPLE_S` at most, so the
-lag is known to within that and costs producers one clock read per row.
+lag is known to within that and costs producers one clock read per row. Producers
+append samples, the writer thread alone drops those it has committed past (a deque
+takes both at once), so knowing the lag takes no lock: producers ask it for every
+frame, and two reader threads meeting on a lock under the GIL cost each other
+milliseconds.
 
 While the writer waits for the database (:meth:`Backlog.locked_out`: a write lock another
 process holds, a PostgreSQL server restarting), the lag limit is lifted and only the
 bytes limit holds producers back: a lock held for seconds (``sqlite3`` in a terminal,
 a long ``BEGIN IMMEDIATE``) or a restart would otherwise stall forwarding as long, and
 holding the relay back cannot make those rows commit sooner.
+
+The bytes limit is also one for the whole process (:data:`mcptape.wire.held.HELD`):
+every writer and every recorder still waiting for its store counts what it holds there,
+so twenty gateway sessions under a locked database hold tens of MB, not twenty times that.
+
 The writer
 thread never waits for a lock a producer may hold (a producer may be interrupted by a
 signal handler that closes the writer): it wakes waiters only when their lock is free,
@@ -31,6 +40,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from typing import Final
+
+from mcptape.wire.held import HELD
 
 SAMPLE_S: Final = 0.005
 POLL_S: Final = 0.05
@@ -61,6 +72,12 @@ class Backlog:
         self._locked_out = False
         self._progress = threading.Condition(threading.Lock())
         self._drainers: deque[tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = deque()
+        HELD.hold(self)
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes queued and not yet committed (what this writer holds in memory)."""
+        return self._queued_bytes - self._done_bytes
 
     def queued(self, nbytes: int, *, frame: bool) -> None:
         """A producer queued one row of ``nbytes``."""
@@ -78,6 +95,11 @@ class Backlog:
         self._done_rows += nrows
         self._done_bytes += nbytes
         self._done_frames += nframes
+        # Keep as head the last sample at or before the oldest waiting row (done + 1): the
+        # writer thread is the only one to take samples out, producers only add them.
+        samples, first_waiting = self._samples, self._done_rows + 1
+        while len(samples) > 1 and samples[1][0] <= first_waiting:
+            samples.popleft()
         self.wake()
 
     def yield_to_producers(self, nbytes: int) -> None:
@@ -105,6 +127,7 @@ class Backlog:
     def release(self) -> None:
         """Nothing will be committed any more (the writer stopped or failed): nobody should wait."""
         self._released = True
+        HELD.let_go(self)  # what it still has will never be written: no longer held for a store
         self.wake()
 
     @property
@@ -120,24 +143,30 @@ class Backlog:
     def lag(self) -> float:
         """Seconds since the oldest row not yet committed was queued (0 when none waits)."""
         done = self._done_rows
-        with self._lock:
-            if self._queued_rows <= done:
-                return 0.0
-            samples = self._samples
-            # Keep as head the last sample at or before the oldest waiting row (done + 1).
-            while len(samples) > 1 and samples[1][0] <= done + 1:
-                samples.popleft()
-            return time.monotonic() - samples[0][1] if samples else 0.0
+        if self._queued_rows <= done:
+            return 0.0
+        samples = self._samples
+        try:
+            head = samples[0]
+            # The writer drops samples when it commits; a row queued after that, when
+            # nothing was waiting, may have a sample of its own next to the head: then
+            # that one is when the oldest waiting row was queued (rows only grow, so no
+            # sample further on can be).
+            if len(samples) > 1 and samples[1][0] <= done + 1:
+                head = samples[1]
+        except IndexError:  # nothing sampled yet, or the writer dropped one meanwhile
+            return 0.0
+        return time.monotonic() - head[1]
 
     @property
     def over_limit(self) -> bool:
         """True when the oldest row waits more than ``max_lag`` s or more than ``max_bytes`` wait."""
         if self._released:
             return False
+        waiting = self._queued_bytes - self._done_bytes
         if self._yielding:
-            return self._queued_bytes - self._done_bytes - self._yielding > self.max_bytes
-        over_bytes = self._queued_bytes - self._done_bytes > self.max_bytes
-        return over_bytes or (not self._locked_out and self.lag() > self.max_lag)
+            return waiting - self._yielding > self.max_bytes
+        return waiting > self.max_bytes or HELD.over or (not self._locked_out and self.lag() > self.max_lag)
 
     def under_half(self) -> bool:
         """Whether producers held back may go on (hysteresis: under half of both limits)."""
@@ -145,7 +174,7 @@ class Backlog:
             return True
         if self._yielding:
             return self._queued_bytes - self._done_bytes - self._yielding <= self.max_bytes // 2
-        under_bytes = self._queued_bytes - self._done_bytes <= self.max_bytes // 2
+        under_bytes = self._queued_bytes - self._done_bytes <= self.max_bytes // 2 and HELD.under_half
         return under_bytes and (self._locked_out or self.lag() <= self.max_lag / 2)
 
     def wait_below_limit(self, timeout: float | None = None) -> bool:

@@ -7,7 +7,9 @@ other way with an id of the same key takes the oldest request waiting there. Ids
 compared the way peers compare them: ``1``, ``1.0`` and ``1e0`` are one id, ``"1"``
 is another (:func:`id_key`). Two requests waiting under one id are answered in the
 order they were sent. Answers mcptape wrote itself (origin ``proxy``) pair like any
-other; a frame that replaces another (``meta.replaces``) takes its place.
+other; a frame that replaces another (``meta.replaces``) takes its place. A frame of a
+gateway's stateless pool pairs by the id its upstream saw (``meta.pool``, see
+:mod:`mcptape.gateway.poolids`): unique there, where the clients' own ids need not be.
 
 What the writer stores for a pair:
 
@@ -29,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from mcptape.wire.frame import classify_message, id_key
+from mcptape.wire.frame import Frame, classify_message, id_key
 
 # Requests nobody answers (notifications sent with an id by mistake, a dead peer) must
 # not grow the writer's memory without end: past this many waiting in one session, the
@@ -69,6 +71,16 @@ def _key(rpc_id: str) -> str:
     elif rpc_id.isdigit() and rpc_id.isascii() and len(rpc_id) <= 64 and (first != "0" or len(rpc_id) == 1):
         return rpc_id
     return _cached_key(rpc_id)
+
+
+def pairing_id(frame: Frame) -> str | None:
+    """The id a frame pairs by: the one its upstream saw when a pool lent it one, else its own."""
+    pool = frame.meta.get("pool") if frame.meta else None
+    if isinstance(pool, list) and len(pool) == 1 and isinstance(pool[0], dict) and pool[0].get("as") == "id":
+        ours = pool[0].get("ours")
+        if isinstance(ours, str):
+            return ours
+    return frame.rpc_id
 
 
 class Correlator:

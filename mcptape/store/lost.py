@@ -3,15 +3,19 @@
 A recorder killed with SIGKILL (a desktop client ending its servers, the OOM killer, a
 power cut) cannot mark its session ended. ``sessions`` and ``show`` then say ``lost``
 by looking for its pid, but SQL over the ``sessions`` table would go on seeing
-``running``. The next process that records into the same SQLite file marks those
-sessions ``interrupted``, ended at their last frame, with an error saying so. Only
+``running``. The next process that records into the same SQLite file (``record``,
+``proxy``, ``call``, ``replay``, ``serve``: :func:`close_lost_once` when it opens the
+store) marks those sessions ``interrupted``, ended at their last frame, with an error
+saying so. Only
 SQLite files on this machine are checked: a server database holds sessions of other
 machines, whose pids mean nothing here.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+import threading
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
@@ -24,6 +28,20 @@ if TYPE_CHECKING:
 
 
 LOCK_WAIT_MS = 200  # another process writing now: try again next time rather than wait
+
+_SWEPT: set[str] = set()
+_SWEPT_LOCK = threading.Lock()
+
+
+def close_lost_once(store: Store) -> None:
+    """:func:`close_lost_sessions`, once per process and file, never failing: a housekeeping
+    step is no reason not to record (another process holding the lock, say)."""
+    with _SWEPT_LOCK:
+        if store.where in _SWEPT:
+            return
+        _SWEPT.add(store.where)
+    with contextlib.suppress(Exception):
+        close_lost_sessions(store)
 
 
 def close_lost_sessions(store: Store) -> list[str]:

@@ -1,5 +1,7 @@
 """Reading recordings back: find a session from what a user typed, list sessions, stream frames.
 
+:mod:`mcptape.store.targets` finds a conversation where a session is expected.
+
 Every function takes a *source*: a ``Store``, a SQLAlchemy ``Engine`` or an open
 ``Connection``. Frames and events are streamed in order, never loaded whole, so a
 session of a thousand 20 MB frames can be shown or exported in constant memory.
@@ -17,16 +19,29 @@ import orjson
 from sqlalchemy import Connection, Engine, RowMapping, func, select
 
 from mcptape.store.schema import events, frames, sessions
+from mcptape.wire.jsontext import loads_or_none
 from mcptape.wire.protocol import HELLO_METHODS
 
 LAST: Final = "last"
 SHORT_ID: Final = 12
-_PREFIX_CANDIDATES: Final = 5
+PREFIX_CANDIDATES: Final = 5
 _HEX: Final = re.compile(r"[0-9a-f]+")
 
 
 class SessionLookupError(LookupError):
     """A session reference that names no session, or more than one. ``str()`` is one line."""
+
+
+class AmbiguousSessionError(SessionLookupError):
+    """A prefix that starts several ids: typing more characters fixes it."""
+
+
+class UnknownSessionError(SessionLookupError):
+    """A reference that names no session; ``recent`` holds the latest sessions, for a message."""
+
+    def __init__(self, message: str, recent: Sequence[SessionKey]) -> None:
+        super().__init__(message)
+        self.recent = recent
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,27 +148,47 @@ def _key(row: RowMapping) -> SessionKey:
     return SessionKey(row["id"], row["name"], row["started_at"])
 
 
-def resolve_session(source: Any, ref: str) -> RowMapping:
+def has_requests() -> Any:
+    """A condition on ``sessions``: the client sent at least one request (the session can be
+    replayed and compared)."""
+    return (
+        select(frames.c.seq)
+        .where(
+            frames.c.session_id == sessions.c.id,
+            frames.c.direction == "c2s",
+            frames.c.kind.in_(("request", "batch")),
+        )
+        .exists()
+    )
+
+
+def resolve_session(source: Any, ref: str, *, replayable: bool = False) -> RowMapping:
     """The sessions row ``ref`` names: a full id, a session name (the latest with it), a unique
     id prefix, or ``last`` (the latest started). Raises SessionLookupError otherwise.
 
     A name is looked up as given (a session recorded as ``" files "`` keeps its spaces),
-    then without surrounding spaces."""
+    then without surrounding spaces. ``replayable``: a name or ``last`` means the latest such
+    session in which the client sent a request (``replay``, ``serve`` and ``diff`` compare
+    exchanges: a session recorded again without a client, or whose client never spoke, would
+    compare nothing), else the latest at all."""
     newest_first = (sessions.c.started_at.desc(), sessions.c.id.desc())
     exact = ref
     ref = ref.strip()
     with connect(source) as conn:
 
-        def first(*where: Any) -> RowMapping | None:
+        def latest(*where: Any) -> RowMapping | None:
             query = select(sessions).where(*where).order_by(*newest_first).limit(1)
             return conn.execute(query).mappings().first()
+
+        def first(*where: Any) -> RowMapping | None:
+            return (replayable and latest(*where, has_requests())) or latest(*where)
 
         if ref == LAST:
             row = first()
             if row is None:
-                raise SessionLookupError(unknown_message(ref, []))
+                raise UnknownSessionError(unknown_message(ref, []), [])
             return row
-        row = first(sessions.c.id == ref)
+        row = latest(sessions.c.id == ref)
         if row is None:  # a name as typed, spaces and all, before the name without them
             row = first(sessions.c.name == exact) or first(sessions.c.name == ref)
         if row is not None:
@@ -163,18 +198,19 @@ def resolve_session(source: Any, ref: str) -> RowMapping:
                 select(sessions)
                 .where(sessions.c.id.startswith(ref.lower(), autoescape=True))
                 .order_by(*newest_first)
-                .limit(_PREFIX_CANDIDATES + 1)
+                .limit(PREFIX_CANDIDATES + 1)
             )
             matches = list(conn.execute(query).mappings())
             if len(matches) == 1:
                 return matches[0]
             if matches:
-                keys = [_key(m) for m in matches[:_PREFIX_CANDIDATES]]
-                raise SessionLookupError(ambiguous_message(ref, keys, len(matches) > _PREFIX_CANDIDATES))
+                keys = [_key(m) for m in matches[:PREFIX_CANDIDATES]]
+                raise AmbiguousSessionError(ambiguous_message(ref, keys, len(matches) > PREFIX_CANDIDATES))
         recent = conn.execute(
             select(sessions.c.id, sessions.c.name, sessions.c.started_at).order_by(*newest_first).limit(3)
         ).mappings()
-        raise SessionLookupError(unknown_message(ref, [_key(r) for r in recent]))
+        keys = [_key(r) for r in recent]
+        raise UnknownSessionError(unknown_message(ref, keys), keys)
 
 
 # What a listing of sessions shows: the JSON blobs (capabilities, client and server
@@ -182,6 +218,7 @@ def resolve_session(source: Any, ref: str) -> RowMapping:
 LISTED_COLUMNS: Final = (
     "id", "name", "mode", "transport", "upstream", "started_at", "ended_at", "status", "exit_code",
     "protocol_version", "client_name", "client_version", "server_name", "server_version", "pid",
+    "replay_of",
 )  # fmt: skip
 
 
@@ -200,22 +237,30 @@ def session_names(source: Any) -> list[str]:
         return [name for (name,) in conn.execute(query)]
 
 
-def iter_sessions(source: Any, *, limit: int | None = None, name: str | None = None) -> Iterator[RowMapping]:
-    """:func:`list_sessions` fetched as consumed, in constant memory.
+def iter_sessions(
+    source: Any, *, limit: int | None = None, name: str | None = None, where: Sequence[Any] = ()
+) -> Iterator[RowMapping]:
+    """:func:`list_sessions` fetched as consumed, in constant memory; ``where``: more conditions
+    on the ``sessions`` table (SQLAlchemy expressions).
 
     Frames are counted for the sessions listed only: ``-n 5`` of 100,000 sessions counted
-    the frames of all of them first (1.4 s on 5 million frames, now 0.1 s).
+    the frames of all of them first (1.4 s on 5 million frames, now 0.1 s). A replay or a
+    served session comes with ``replay_of_name``: the name of the recording it played.
     """
     chosen = select(*(sessions.c[column] for column in LISTED_COLUMNS))
     if name is not None:
         chosen = chosen.where(sessions.c.name == name)
+    if where:
+        chosen = chosen.where(*where)
     if limit is not None:
         chosen = chosen.order_by(sessions.c.started_at.desc(), sessions.c.id.desc()).limit(limit)
     listed = chosen.subquery("listed")
     frame_count = (
         select(func.count()).select_from(frames).where(frames.c.session_id == listed.c.id).scalar_subquery()
     )
-    query = select(listed, frame_count.label("frames")).order_by(
+    original = sessions.alias("original")
+    played = select(original.c.name).where(original.c.id == listed.c.replay_of).scalar_subquery()
+    query = select(listed, frame_count.label("frames"), played.label("replay_of_name")).order_by(
         listed.c.started_at.desc(), listed.c.id.desc()
     )
     with connect(source) as conn:
@@ -231,26 +276,35 @@ def _stream_options(conn: Connection) -> dict[str, Any]:
     return {"stream_results": True, "yield_per": 16}
 
 
-def session_frames(source: Any, session_id: str) -> Iterator[StoredFrame]:
-    """The session's frames in sequence order, fetched as they are consumed."""
+def session_frames(source: Any, session_id: str, seqs: Sequence[int] | None = None) -> Iterator[StoredFrame]:
+    """The session's frames in sequence order (only those whose seq is in ``seqs``, sorted,
+    when given), fetched as they are consumed."""
     columns = [
         frames.c.seq, frames.c.ts, frames.c.direction, frames.c.origin, frames.c.kind,
         frames.c.method, frames.c.rpc_id, frames.c.size, frames.c.text, frames.c.raw, frames.c.meta,
     ]  # fmt: skip
     query = select(*columns).where(frames.c.session_id == session_id).order_by(frames.c.seq)
     with connect(source) as conn:
-        result = conn.execute(query.execution_options(**_stream_options(conn)))
-        for row in result:
-            yield StoredFrame(*row)
+        chunks = [None] if seqs is None else [seqs[i : i + 500] for i in range(0, len(seqs), 500)]
+        for chunk in chunks:
+            chosen = query if chunk is None else query.where(frames.c.seq.in_(chunk))
+            result = conn.execute(chosen.execution_options(**_stream_options(conn)))
+            for row in result:
+                yield StoredFrame(*row)
 
 
-def session_events(source: Any, session_id: str) -> Iterator[StoredEvent]:
-    """The session's events (stderr lines, process start and exit, errors) in the order recorded."""
+def session_events(
+    source: Any, session_id: str, span: tuple[float, float] | None = None
+) -> Iterator[StoredEvent]:
+    """The session's events (stderr lines, process start and exit, errors) in the order recorded
+    (only those within ``span``, first and last time, when given)."""
     query = (
         select(events.c.ts, events.c.kind, events.c.text, events.c.data)
         .where(events.c.session_id == session_id)
         .order_by(events.c.id)
     )
+    if span is not None:
+        query = query.where(events.c.ts >= span[0], events.c.ts <= span[1])
     with connect(source) as conn:
         result = conn.execute(query.execution_options(**_stream_options(conn)))
         for row in result:
@@ -292,19 +346,21 @@ def handshake_info(request: Any, response: Any) -> dict[str, str]:
     return {k: v for k, v in found.items() if isinstance(v, str) and v}
 
 
-def session_handshake(source: Any, session_id: str) -> dict[str, str]:
+def session_handshake(source: Any, session_id: str, within: int | None = None) -> dict[str, str]:
     """``handshake_info`` of the session's first handshake the server answered with a result
-    (a client may try ``server/discover``, get an error and fall back to ``initialize``)."""
+    (a client may try ``server/discover``, get an error and fall back to ``initialize``);
+    among its first ``within`` frames only, when given (a session without a handshake is
+    otherwise read through to its end)."""
+    where = [
+        frames.c.session_id == session_id,
+        frames.c.direction == "c2s",
+        frames.c.kind == "request",
+        frames.c.method.in_(HELLO_METHODS),
+    ]
+    if within is not None:
+        where.append(frames.c.seq <= within)
     requests = (
-        select(frames.c.seq, frames.c.rpc_id, frames.c.text)
-        .where(
-            frames.c.session_id == session_id,
-            frames.c.direction == "c2s",
-            frames.c.kind == "request",
-            frames.c.method.in_(HELLO_METHODS),
-        )
-        .order_by(frames.c.seq)
-        .limit(5)
+        select(frames.c.seq, frames.c.rpc_id, frames.c.text).where(*where).order_by(frames.c.seq).limit(5)
     )
     with connect(source) as conn:
         for seq, rpc_id, text in list(conn.execute(requests)):
@@ -321,12 +377,5 @@ def session_handshake(source: Any, session_id: str) -> dict[str, str]:
                 .limit(1)
             ).first()
             if reply is not None and reply.kind == "response":
-                return handshake_info(_loads(text), _loads(reply.text))
+                return handshake_info(loads_or_none(text), loads_or_none(reply.text))
     return {}
-
-
-def _loads(text: str) -> Any:
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None

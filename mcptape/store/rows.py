@@ -107,15 +107,16 @@ def frame_row(
         if "\x00" in text:
             text = text.replace("\x00", "\ufffd")
             raw = data
+    found = frame.classification
     return (
         session_id,
         seq,
         frame.ts,
         frame.direction,
         frame.origin,
-        frame.kind,
-        frame.method or method,
-        frame.rpc_id,
+        found.kind,
+        found.method or method,
+        found.rpc_id,
         size,
         text,
         raw,

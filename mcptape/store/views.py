@@ -32,6 +32,7 @@ wherever a plain cast could fail (views_0004 says when it cannot).
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from mcptape.migrations.frozen import views_0004, views_0005
@@ -40,4 +41,18 @@ from mcptape.migrations.frozen.common import View
 CURRENT: Final[tuple[View, ...]] = views_0004.VIEWS_V4 + views_0005.VIEWS_V5
 VIEW_NAMES: Final = tuple(view.name for view in CURRENT)
 
-__all__ = ["CURRENT", "VIEW_NAMES", "View"]
+__all__ = ["CURRENT", "VIEW_NAMES", "View", "descriptions"]
+
+
+def descriptions() -> dict[str, str]:
+    """Each view's one-line description, as the table of this module's docstring gives it."""
+    found: dict[str, str] = {}
+    name = None
+    for line in (__doc__ or "").split("\n\n", 2)[1].splitlines():
+        match = re.match(r"^``(\w+)``\s+(.*)$", line)
+        if match:
+            name = match.group(1)
+            found[name] = match.group(2).strip()
+        elif name is not None and line.startswith(" ") and line.strip():
+            found[name] += " " + line.strip()
+    return {view: found.get(view, "") for view in VIEW_NAMES}

@@ -54,7 +54,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from mcptape.store.backlog import Backlog, resolve
-from mcptape.store.correlation import Correlator
+from mcptape.store.correlation import Correlator, pairing_id
 from mcptape.store.errors import (
     StoreError,
     WriterClosedError,
@@ -94,6 +94,8 @@ from mcptape.wire.frame import Frame
 from mcptape.wire.largeframes import LARGE, LARGE_FRAME_BYTES
 
 _MAX_ERRORS: Final = 100
+_tuple = tuple.__new__
+_NO_PAIRS: Final[list[tuple[str, int, int, int, int]]] = []  # never appended to
 # Group commit: after a batch smaller than batch_size, wait this long before taking
 # the next, so light traffic costs one transaction per interval instead of one per
 # frame, and the writer thread stops competing with the relay for the GIL on every
@@ -181,15 +183,23 @@ class Writer:
         builds its row, so the frame is not in memory three times at once.
         """
         # The row is built on the writer thread: the producer only pays for the enqueue.
+        frame.forget_message()
         size = len(frame.data)
-        large = size >= LARGE_FRAME_BYTES
-        if large:
-            LARGE.queued()
+        if size < LARGE_FRAME_BYTES:
+            # _put, inline, and the items built as tuples (a NamedTuple's __new__ is Python
+            # code): this runs for every frame, on the thread that forwards it.
+            if self._closed:
+                self._put(Queued(_FRAME, QueuedFrame(session_id, seq, frame), size), frame=True)  # raises
+            self._backlog.queued(size, frame=True)
+            self._queue.put(_tuple(Queued, (_FRAME, _tuple(QueuedFrame, (session_id, seq, frame)), size)))
+            if self._stopped:
+                self._reclaim()
+            return
+        LARGE.queued()
         try:
             self._put(Queued(_FRAME, QueuedFrame(session_id, seq, frame), size), frame=True)
         except BaseException:
-            if large:
-                LARGE.finished()
+            LARGE.finished()
             raise
 
     def add_event(
@@ -434,7 +444,10 @@ class Writer:
                         f"not recorded: frame {queued.seq} of session {queued.session_id}: {error!r}"
                     )
                     continue
-                append(ops, _FRAME, row)
+                if ops and ops[-1][0] == _FRAME:  # append(), inline: once per frame
+                    ops[-1][1].append(row)
+                else:
+                    ops.append((_FRAME, [row]))
                 for pair in pairs:
                     append(ops, _PAIRS, pair)
                 del row, pairs
@@ -506,15 +519,17 @@ class Writer:
     def _frame_row(
         self, session_id: str, seq: int, frame: Frame
     ) -> tuple[tuple[Any, ...], list[tuple[str, int, int, int, int]]]:
-        kind = frame.kind
-        replaces = frame.meta.get("replaces") if frame.meta else None
+        found = frame.classification
+        kind = found.kind
+        meta = frame.meta
+        replaces = meta.get("replaces") if meta else None
         pairing = self._correlator.see(
             session_id,
             seq,
             frame.direction,
             kind,
-            frame.method,
-            frame.rpc_id,
+            found.method,
+            pairing_id(frame) if meta else found.rpc_id,
             frame.message if kind == "batch" else None,
             replaces if isinstance(replaces, int) else None,
         )
@@ -526,7 +541,8 @@ class Writer:
             pairing.request_seq,
             text_bytes=self._statements.text_bytes and len(frame.data) >= TEXT_BYTES_FROM,
         )
-        return row, [(session_id, *pair) for pair in pairing.batch_pairs]
+        pairs = pairing.batch_pairs
+        return row, [(session_id, *pair) for pair in pairs] if pairs else _NO_PAIRS
 
     def _write(self, ops: list[Op]) -> None:
         error = self._attempt(ops)

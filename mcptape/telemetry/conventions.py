@@ -30,6 +30,10 @@ the JSON-RPC error code as text (``-32601``); ``tool_error`` for a tool result w
 error without an integer code. A session's ``error.type`` is its status when it ended
 ``error`` or ``interrupted``.
 
+``mcp.session.id`` is the HTTP session's ``Mcp-Session-Id`` as the frames' metadata
+holds it (a placeholder: a session id is a credential, see :mod:`mcptape.redact`), else
+the recording's id.
+
 mcptape's own attributes: ``mcptape.session.id`` (the recording: ``mcptape show ID``),
 ``mcptape.mode``, ``mcptape.answered_by`` (``server``, ``client`` or ``proxy``).
 
@@ -132,7 +136,7 @@ def role_of(mode: str, direction: str, answered_by: str | None = None) -> str:
     """mcptape's side of an operation travelling ``direction`` (see the module docstring)."""
     if mode == "serve":
         return "server" if direction == "c2s" else "client"
-    if direction == "s2c" and (mode in ("call", "replay") or answered_by == "proxy"):
+    if direction == "s2c" and (mode in ("call", "client", "replay") or answered_by == "proxy"):
         return "server"
     return "client"
 

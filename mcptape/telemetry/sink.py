@@ -46,8 +46,9 @@ if TYPE_CHECKING:
 QUEUE_LIMIT: Final = 65_536  # frames waiting for the exporter's thread (a burst of 60,000 fits)
 BYTE_LIMIT: Final = 64 << 20  # bytes of frames kept waiting (beyond: their facts only)
 # A frame up to this size waits as its bytes alone and is parsed again on the thread (a
-# few microseconds); a larger one keeps the relay's parsed value (parsing it again would
-# hold the interpreter), counted at three times its size.
+# few microseconds); a larger one waits as the frame, with the relay's parsed value when
+# nothing let go of it (a recorder's writer does: Frame.forget_message, and the thread
+# then parses it again), counted at three times its size either way.
 REPARSE_BYTES: Final = 16 << 10
 ITEM_BYTES: Final = 256  # what a waiting frame costs beyond its bytes (the queue's entry)
 BATCH: Final = 256  # spans per export, at most (serializing them holds the interpreter ~2 us a span)

@@ -2,7 +2,8 @@
 
 Every read runs on the viewer's thread pool (the store is blocking); each route answers
 a page of :mod:`mcptape.view.static`'s script. Sessions are named as `show` names them
-(an id, a unique prefix, a name, ``last``).
+(an id, a unique prefix, a name, ``last``); a session's page also takes a conversation
+(:func:`mcptape.store.targets.resolve_target`).
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import orjson
 from aiohttp import web
 
 from mcptape.view.app import VIEWER, Viewer, error
+
+if TYPE_CHECKING:
+    from mcptape.store.targets import Target
 
 T = TypeVar("T")
 HEARTBEAT_S: Final = 15.0
@@ -55,15 +59,27 @@ def _viewer(request: web.Request) -> Viewer:
 
 
 async def _session_id(request: web.Request, ref: str) -> str:
-    from mcptape.store.queries import SessionLookupError, resolve_session
+    from mcptape.store.queries import resolve_session
+
+    row = await _found(request, resolve_session, ref)
+    return str(row["id"])
+
+
+async def _target(request: web.Request, ref: str) -> Target:
+    from mcptape.store.targets import resolve_target
+
+    return await _found(request, resolve_target, ref)
+
+
+async def _found(request: web.Request, lookup: Callable[[Any, str], T], ref: str) -> T:
+    from mcptape.store.queries import SessionLookupError
 
     try:
-        row = await blocking(request, resolve_session, _viewer(request).store, ref)
+        return await blocking(request, lookup, _viewer(request).store, ref)
     except SessionLookupError as exc:
         raise web.HTTPNotFound(
             text=orjson.dumps({"error": str(exc)}).decode(), content_type="application/json"
         ) from None
-    return str(row["id"])
 
 
 @routes.get("/api/sessions")
@@ -82,18 +98,43 @@ async def sessions_list(request: web.Request) -> web.Response:
 
 @routes.get("/api/sessions/{ref}/timeline")
 async def session_timeline(request: web.Request) -> web.Response:
+    """A session's first frames (``?limit=``, the rest from ``/frames``), or a conversation whole."""
+    from mcptape.view.conversation import conversation_timeline
+    from mcptape.view.data import FIRST_FRAMES, MAX_CHUNK
     from mcptape.view.data import session_timeline as read
 
-    session_id = await _session_id(request, request.match_info["ref"])
-    return json(await blocking(request, read, _viewer(request).store, session_id))
+    target = await _target(request, request.match_info["ref"])
+    store = _viewer(request).store
+    if target.conversation is not None:
+        return json(await blocking(request, conversation_timeline, store, target))
+    limit = min(max(_int(request, "limit") or FIRST_FRAMES, 1), MAX_CHUNK)
+    return json(await blocking(request, read, store, target.session["id"], limit))
+
+
+@routes.get("/api/sessions/{ref}/frames")
+async def session_frames(request: web.Request) -> web.Response:
+    """The next chunk of a session's frames: ``?after=SEQ&limit=N`` (``next`` says where to go on)."""
+    from mcptape.view.data import CHUNK_FRAMES, frames_after
+
+    target = await _target(request, request.match_info["ref"])
+    if target.conversation is not None:
+        return error(400, "a conversation's frames come whole with its timeline")
+    after, limit = _int(request, "after") or 0, _int(request, "limit") or CHUNK_FRAMES
+    return json(
+        await blocking(request, frames_after, _viewer(request).store, target.session["id"], after, limit)
+    )
 
 
 @routes.get("/api/sessions/{ref}/stats")
 async def session_stats(request: web.Request) -> web.Response:
+    from mcptape.view.conversation import conversation_stats
     from mcptape.view.data import session_stats as read
 
-    session_id = await _session_id(request, request.match_info["ref"])
-    return json(await blocking(request, read, _viewer(request).store, session_id))
+    target = await _target(request, request.match_info["ref"])
+    store = _viewer(request).store
+    if target.conversation is not None:
+        return json(await blocking(request, conversation_stats, store, target))
+    return json(await blocking(request, read, store, target.session["id"]))
 
 
 def _seq(request: web.Request) -> int:

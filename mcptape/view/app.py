@@ -41,7 +41,10 @@ READ_POSTS: Final = frozenset({"/api/login", "/api/sql"})
 PUBLIC: Final = frozenset({"/", "/index.html", "/api/login", "/health"})
 STATIC_DIR: Final = Path(str(resources.files("mcptape.view") / "static"))
 _HEADERS: Final = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
+    # data: media: the client page shows the images and audio tools answer with.
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; media-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
+    ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "X-Frame-Options": "DENY",
@@ -58,6 +61,7 @@ class Viewer:
     port: int = 0
     extra_hosts: tuple[str, ...] = ()
     posts: frozenset[str] = READ_POSTS
+    public: frozenset[str] = PUBLIC
     cookie_value: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     executor: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(4, thread_name_prefix="mcptape-ui")
@@ -108,7 +112,7 @@ async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
     if request.method not in ("GET", "HEAD") and request.path not in viewer.posts:
         return error(405, "the viewer is read-only", {"Allow": "GET"})
     if (
-        request.path not in PUBLIC
+        request.path not in viewer.public
         and not request.path.startswith("/static/")
         and not viewer.authorised(request)
     ):
@@ -140,13 +144,19 @@ async def health(request: web.Request) -> web.Response:
 
 
 def build_app(
-    viewer: Viewer, *, routes: Iterable[web.AbstractRouteDef] = (), posts: Iterable[str] = ()
+    viewer: Viewer,
+    *,
+    routes: Iterable[web.AbstractRouteDef] = (),
+    posts: Iterable[str] = (),
+    public: Iterable[str] = (),
 ) -> web.Application:
     """The application: the pages' routes (:mod:`mcptape.view.api`), ``routes`` added by others,
-    and the POST paths they need on top of :data:`READ_POSTS`."""
+    the POST paths they need on top of :data:`READ_POSTS`, and their pages' HTML paths that,
+    like ``/``, load without the token (the page then logs in; its data needs the token)."""
     from mcptape.view import api
 
     viewer.posts = viewer.posts | frozenset(posts)
+    viewer.public = viewer.public | frozenset(public)
     app = web.Application(middlewares=[guard], client_max_size=1 << 20)
     app[VIEWER] = viewer
     viewer.live = LiveHub(viewer.store, viewer.executor)

@@ -1,8 +1,9 @@
 """What the viewer's pages show, read from the store (blocking: the server calls these in a thread).
 
 - :func:`session_list`: sessions with their status label, counts and errors, searched and filtered;
-- :func:`session_timeline` and :func:`session_stats`: one session for its page (:mod:`mcptape.view.timeline`
-  lays it out);
+- :func:`session_timeline`, :func:`frames_after` and :func:`session_stats`: one session for its page
+  (:mod:`mcptape.view.timeline` lays it out; :mod:`mcptape.view.conversation` does the same for
+  a conversation);
 - :func:`frame_detail` and :func:`frame_bytes`: one frame (:mod:`mcptape.view.detail`).
 """
 
@@ -18,8 +19,14 @@ from sqlalchemy import Connection, func, select
 from mcptape.store.queries import LISTED_COLUMNS, connect, session_handshake
 from mcptape.store.schema import events, frames, sessions
 from mcptape.view import timeline
+from mcptape.wire.protocol import is_modern
 
 LIST_LIMIT: Final = 500
+# A session's page paints from its first frames, then reads the rest in chunks: the first
+# paint of a 100,000-frame session waited 1.5-4.5 s for all of them at once.
+FIRST_FRAMES: Final = 2000
+CHUNK_FRAMES: Final = 25_000
+MAX_CHUNK: Final = 100_000
 # Frames whose text the timeline reads (to name tools and find rounds and tasks) are small;
 # a bigger one is a result, never the request or retry those come from.
 GROUP_TEXT_MAX: Final = 256 << 10
@@ -96,17 +103,19 @@ def session_row(conn: Connection, session_id: str) -> dict[str, Any]:
 
 _FRAME_ROWS: Final = (
     "SELECT seq, ts, direction, origin, kind, method, rpc_id, size, request_seq FROM frames "
-    "WHERE session_id = ? ORDER BY seq"
+    "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?"
 )
+_ALL: Final = 1 << 62
 
 
-def _frame_rows(conn: Connection, session_id: str) -> list[timeline.Row]:
-    """The session's frames without their text, fetched by the driver itself: SQLAlchemy's row
-    objects cost more than the query for a 100,000-frame session."""
+def frame_rows(conn: Connection, session_id: str, after: int = 0, limit: int = _ALL) -> list[timeline.Row]:
+    """The session's frames past seq ``after`` (at most ``limit``) without their text, fetched
+    by the driver itself: SQLAlchemy's row objects cost more than the query for a
+    100,000-frame session."""
     sql = _FRAME_ROWS if conn.dialect.paramstyle == "qmark" else _FRAME_ROWS.replace("?", "%s")
     cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
     try:
-        cursor.execute(sql, (session_id,))
+        cursor.execute(sql, (session_id, after, limit))
         return cursor.fetchall()
     finally:
         cursor.close()
@@ -122,75 +131,133 @@ SELECT json_group_array(seq), json_group_array(round((ts - ?) * 1000, 3)),
   json_group_array(coalesce(method, '')), json_group_array(rpc_id), json_group_array(size),
   json_group_array(coalesce(request_seq, 0)),
   json_group_array(CASE origin {" ".join(f"WHEN '{o}' THEN {i}" for i, o in enumerate(timeline.ORIGINS))}
-    ELSE {len(timeline.ORIGINS) - 1} END)
+    ELSE {len(timeline.ORIGINS) - 1} END),
+  count(*), max(seq)
 FROM (SELECT seq, ts, direction, kind, method, rpc_id, size, request_seq, origin
-      FROM frames WHERE session_id = ? ORDER BY seq)
+      FROM frames WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?)
 """
 
 
-def _frame_columns(conn: Connection, session_id: str, start: float) -> dict[str, Any]:
-    """:func:`mcptape.view.timeline.columns` of the session's frames, built by SQLite when it is SQLite."""
+def frame_chunk(conn: Connection, session_id: str, start: float, after: int, limit: int) -> dict[str, Any]:
+    """:func:`mcptape.view.timeline.columns` of the session's frames past seq ``after`` (at most
+    ``limit``), built by SQLite when it is SQLite, and ``next``: the seq to read on from (None
+    when these were the last)."""
     if conn.dialect.name != "sqlite":
-        return timeline.columns(_frame_rows(conn, session_id), start)
+        rows = frame_rows(conn, session_id, after, limit)
+        last = rows[-1][timeline.SEQ] if len(rows) == limit else None
+        return {"frames": timeline.columns(rows, start), "next": last}
     driver = conn.connection.driver_connection
-    found = driver.execute(_SQLITE_COLUMNS, (start, session_id)).fetchone()  # type: ignore[union-attr]
+    found = driver.execute(_SQLITE_COLUMNS, (start, session_id, after, limit)).fetchone()  # type: ignore[union-attr]
     names = ("seq", "t", "dir", "kind", "method", "id", "size", "req", "origin")
-    out: dict[str, Any] = {name: orjson.Fragment(value) for name, value in zip(names, found, strict=True)}
+    out: dict[str, Any] = {name: orjson.Fragment(value) for name, value in zip(names, found, strict=False)}
     out |= {"methods": None, "kinds": list(timeline.KINDS), "origins": list(timeline.ORIGINS)}
-    return out
+    return {"frames": out, "next": found[-1] if found[-2] == limit else None}
 
 
-def session_timeline(store: Any, session_id: str) -> dict[str, Any]:
+def _complete(session: dict[str, Any]) -> bool:
+    return bool(session["protocol_version"] and session["client_name"] and session["server_name"])
+
+
+def event_rows(conn: Connection, session_id: str, start: float) -> tuple[int, list[dict[str, Any]]]:
+    """The session's events as a page lays them out, and the highest event id (live goes on from it)."""
+    found = conn.execute(
+        select(events.c.id, events.c.ts, events.c.kind, func.substr(events.c.text, 1, EVENT_TEXT_MAX))
+        .where(events.c.session_id == session_id)
+        .order_by(events.c.id)
+    ).all()
+    laid = [
+        {"t": round((ts - start) * 1000, 3), "kind": kind, "text": text or ""} for _, ts, kind, text in found
+    ]
+    return max((e[0] for e in found), default=0), laid
+
+
+def session_timeline(store: Any, session_id: str, limit: int = FIRST_FRAMES) -> dict[str, Any]:
     """What a session's page draws first (see :mod:`mcptape.view.timeline`): the session, its
-    frames and events, and ``last_id``, the highest frame id read, from which live updates go
-    on. What needs more reading comes after the first paint (:func:`session_stats`)."""
+    first ``limit`` frames (``next``: the seq the page reads on from with :func:`frames_after`,
+    None when that was all of them), where the session ends (``last_seq``, ``end`` in ms, so
+    the axis is whole from the start), its events, and ``last_id``, from which live updates
+    go on. What needs more reading comes after the first paint (:func:`session_stats`)."""
     from mcptape.cli.sessions import session_label
 
     with connect(store) as conn:
         session = session_row(conn, session_id)
         session["label"] = session_label(store, conn, session)  # type: ignore[arg-type]
-        for key, value in session_handshake(conn, session_id).items():
-            session[key] = session[key] or value
-        last_id = conn.execute(
-            select(func.max(frames.c.id)).where(frames.c.session_id == session_id)
-        ).scalar()
+        if not _complete(session):  # looked for in the first frames here, in all of them by the stats
+            for key, value in session_handshake(conn, session_id, within=limit).items():
+                session[key] = session[key] or value
+        last = conn.execute(
+            select(frames.c.id, frames.c.seq, frames.c.ts)
+            .where(frames.c.session_id == session_id)
+            .order_by(frames.c.seq.desc())
+            .limit(1)
+        ).first()
         start = session["started_at"]
-        columns = _frame_columns(conn, session_id, start)
-        event_rows = conn.execute(
-            select(events.c.id, events.c.ts, events.c.kind, func.substr(events.c.text, 1, EVENT_TEXT_MAX))
-            .where(events.c.session_id == session_id)
-            .order_by(events.c.id)
-        ).all()
+        chunk = frame_chunk(conn, session_id, start, 0, limit)
+        last_event_id, laid = event_rows(conn, session_id, start)
     return {
         "session": session,
-        "last_id": last_id or 0,
-        "last_event_id": max((e[0] for e in event_rows), default=0),
-        "frames": columns,
-        "events": [
-            {"t": round((ts - start) * 1000, 3), "kind": kind, "text": text or ""}
-            for _, ts, kind, text in event_rows
-        ],
+        "sessions": [session],
+        "conversation": None,
+        "last_id": last.id if last is not None else 0,
+        "last_event_id": last_event_id,
+        "frames": chunk["frames"],
+        "next": chunk["next"],
+        "last_seq": last.seq if last is not None else 0,
+        "end": round((last.ts - start) * 1000, 3) if last is not None else 0.0,
+        "events": laid,
     }
+
+
+def frames_after(store: Any, session_id: str, after: int, limit: int = CHUNK_FRAMES) -> dict[str, Any]:
+    """The next chunk of a session's frames for its page (see :func:`session_timeline`)."""
+    with connect(store) as conn:
+        start = session_row(conn, session_id)["started_at"]
+        return frame_chunk(conn, session_id, start, after, min(max(limit, 1), MAX_CHUNK))
 
 
 def session_stats(store: Any, session_id: str) -> dict[str, Any]:
-    """Latency per method, bytes per tool and the grouped operations of a session."""
+    """Latency per method, bytes per tool and the grouped operations of a session, the
+    handshake's facts when the session row lacks them (``facts``), and the conversations a
+    2026-07-28 session serves."""
     with connect(store) as conn:
-        start = session_row(conn, session_id)["started_at"]
-        rows = _frame_rows(conn, session_id)
-        messages = _group_messages(conn, session_id)
-        tools = _tool_names(conn, session_id)
+        session = session_row(conn, session_id)
+        start = session["started_at"]
+        rows = frame_rows(conn, session_id)
+        messages = group_messages(conn, session_id)
+        tools = tool_names(conn, session_id)
+        facts = {} if _complete(session) else session_handshake(conn, session_id)
+        stitched = conversations_in(conn, session_id) if is_modern(session["protocol_version"]) else []
     return {
         "latency": timeline.latency(rows),
         "tools": timeline.tool_bytes(rows, tools),
-        "groups": [
-            {**g, "start": round((g["start"] - start) * 1000, 3), "end": round((g["end"] - start) * 1000, 3)}
-            for g in timeline.groups(rows, messages)
-        ],
+        "groups": laid_groups(timeline.groups(rows, messages), start),
+        "facts": facts,
+        "conversations": stitched,
     }
 
 
-def _tool_names(conn: Connection, session_id: str) -> dict[int, str]:
+def conversations_in(conn: Connection, session_id: str) -> list[dict[str, Any]]:
+    """The conversations a session without protocol sessions (2026-07-28) serves, as the
+    ``conversations`` view stitches them, with how many of their exchanges it holds."""
+    found = conn.execute(
+        sa.text(
+            "SELECT conversation_id, count(*) FROM conversations WHERE session_id = :s "
+            "GROUP BY conversation_id ORDER BY min(requested_at)"
+        ),
+        {"s": session_id},
+    ).all()
+    return [{"id": conversation, "exchanges": int(n)} for conversation, n in found]
+
+
+def laid_groups(found: list[dict[str, Any]], start: float) -> list[dict[str, Any]]:
+    """Grouped operations with their times in ms since ``start``, as a page draws them."""
+    return [
+        {**g, "start": round((g["start"] - start) * 1000, 3), "end": round((g["end"] - start) * 1000, 3)}
+        for g in found
+    ]
+
+
+def tool_names(conn: Connection, session_id: str) -> dict[int, str]:
     """The tool each ``tools/call`` request of the session names, by its seq, read by the
     database's own JSON functions (50,000 calls parsed in Python took a second)."""
     if conn.dialect.name == "sqlite":
@@ -212,7 +279,7 @@ def _tool_names(conn: Connection, session_id: str) -> dict[int, str]:
     return {seq: value for seq, value in conn.execute(query).fetchall() if isinstance(value, str)}
 
 
-def _group_messages(conn: Connection, session_id: str) -> dict[int, Any]:
+def group_messages(conn: Connection, session_id: str) -> dict[int, Any]:
     """The messages the timeline reads for its groups: client requests that poll a task or
     retry a round, results that ask for input or hold a task, and the requests those answer."""
     text = frames.c.text

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from mcptape.store.queries import connect
 from mcptape.store.schema import frames
 from mcptape.view.data import NotFound, session_row
+from mcptape.wire.jsontext import loads_or_none
 from mcptape.wire.protocol import HELLO_METHODS
 
 TEXT_MAX: Final = 1 << 20  # shown in the page; the whole frame is a download
@@ -89,13 +90,13 @@ def frame_detail(store: Any, session_id: str, seq: int) -> dict[str, Any]:
         "direction": row["direction"], "origin": row["origin"], "kind": row["kind"], "method": row["method"],
         "id": row["rpc_id"], "size": row["size"], "stored": len(data), "pair": pair,
         "is_text": row["raw"] is None, "text": text[:TEXT_MAX], "text_cut": len(text) > TEXT_MAX,
-        "meta": _json(row["meta"]), "hex": None, "call": None,
+        "meta": loads_or_none(row["meta"]), "hex": None, "call": None,
     }  # fmt: skip
     if row["raw"] is not None:
         out["hex"] = hex_dump(data[:HEX_MAX])
         out["hex_cut"] = len(data) > HEX_MAX
     if row["direction"] == "c2s" and row["kind"] == "request":
-        out["call"] = call_command(_json(text), session["upstream"])
+        out["call"] = call_command(loads_or_none(text), session["upstream"])
     return out
 
 
@@ -108,12 +109,3 @@ def frame_bytes(store: Any, session_id: str, seq: int) -> bytes:
     if row is None:
         raise NotFound(f"no frame {seq} in session {session_id[:12]}")
     return row.raw if row.raw is not None else row.text.encode("utf-8", "surrogatepass")
-
-
-def _json(text: str | None) -> Any:
-    if not text:
-        return None
-    try:
-        return orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None

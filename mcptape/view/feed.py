@@ -23,9 +23,8 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-import orjson
-
 from mcptape.cli.summaries import compact, content_text, summarize_request, summarize_result
+from mcptape.wire.jsontext import loads_or_none
 
 # Requests waiting for their replies, per reader: past this many, the oldest is forgotten
 # (its reply then shows as a message of its own).
@@ -61,14 +60,14 @@ class FrameRow:
     size: int
     request_seq: int | None
     text: str | None = None
+    meta: str | None = None  # transport metadata (JSON), when the reader was asked for it
 
     def message(self) -> Any:
-        if self.text is None:
-            return None
-        try:
-            return orjson.loads(self.text)
-        except orjson.JSONDecodeError:
-            return None
+        return loads_or_none(self.text)
+
+    def meta_value(self) -> Any:
+        """The transport metadata, parsed (None without it)."""
+        return loads_or_none(self.meta)
 
 
 @dataclass(slots=True)

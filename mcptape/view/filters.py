@@ -1,4 +1,7 @@
-"""Which feed items `mcptape tail` shows: its --session, --name, --method, --kind, --slow and --errors (pure)."""
+"""Which feed items `mcptape tail` shows: its --name, --method, --kind, --slow and --errors (pure).
+
+--session (sessions and conversations) is :mod:`mcptape.view.following`.
+"""
 
 from __future__ import annotations
 
@@ -33,7 +36,6 @@ class ItemFilter:
     that are not JSON-RPC, error events.
     """
 
-    session_ids: frozenset[str] | None = None
     names: tuple[str, ...] = ()
     methods: tuple[str, ...] = ()
     kinds: frozenset[str] = frozenset()
@@ -44,7 +46,6 @@ class ItemFilter:
     def build(
         cls,
         *,
-        session_ids: Iterable[str] | None = None,
         names: Iterable[str] = (),
         methods: Iterable[str] = (),
         kinds: Iterable[str] = (),
@@ -52,7 +53,6 @@ class ItemFilter:
         errors: bool = False,
     ) -> ItemFilter:
         return cls(
-            frozenset(session_ids) if session_ids is not None else None,
             tuple(names),
             tuple(methods),
             frozenset(kind_name(k) for k in kinds),
@@ -61,8 +61,6 @@ class ItemFilter:
         )
 
     def matches(self, item: FeedItem, session: dict[str, Any] | None) -> bool:
-        if self.session_ids is not None and item.session_id not in self.session_ids:
-            return False
         if self.names:
             name = (session or {}).get("name") or ""
             if not any(fnmatch.fnmatchcase(name, pattern) for pattern in self.names):

@@ -40,7 +40,7 @@ ENDED: Final = "ended"
 @dataclass
 class Poll:
     """What one poll found: the new frames rows, the items they completed, and sessions that
-    appeared or changed (rows of :data:`~mcptape.store.queries.LISTED_COLUMNS`)."""
+    appeared or changed (rows of :data:`SESSION_COLUMNS`)."""
 
     frames: list[FrameRow] = field(default_factory=list)
     items: list[FeedItem] = field(default_factory=list)
@@ -48,12 +48,17 @@ class Poll:
     more: bool = False
 
 
-def _frame_columns(text_max: int) -> list[Any]:
+def _frame_columns(text_max: int, meta: bool) -> list[Any]:
     text = sa.case((frames.c.size <= text_max, frames.c.text), else_=sa.null())
     return [
         frames.c.id, frames.c.session_id, frames.c.seq, frames.c.ts, frames.c.direction, frames.c.origin,
         frames.c.kind, frames.c.method, frames.c.rpc_id, frames.c.size, frames.c.request_seq, text,
+        *([frames.c.meta] if meta else []),
     ]  # fmt: skip
+
+
+# What the reader keeps of a session: what lists show, and the conversation it belongs to.
+SESSION_COLUMNS: Final = (*LISTED_COLUMNS, "replica", "conversation_id")
 
 
 class FeedReader:
@@ -67,15 +72,16 @@ class FeedReader:
         after_frame: int | None = None,
         after_event: int | None = None,
         text_max: int = SUMMARY_MAX_BYTES,
+        meta: bool = False,
         discover: bool = False,
         session_check_s: float = SESSION_CHECK_S,
     ) -> None:
         """``source`` is a Store or an Engine. ``after_frame``/``after_event``: read the rows past
-        these ids (None: only what is written from now on); ``session_check_s``: how often the
-        running sessions are read again."""
+        these ids (None: only what is written from now on); ``meta``: read each frame's transport
+        metadata too; ``session_check_s``: how often the running sessions are read again."""
         self._engine: sa.Engine = source if isinstance(source, sa.Engine) else source.engine
         self._only = frozenset(session_ids) if session_ids is not None else None
-        self._columns = _frame_columns(text_max)
+        self._columns = _frame_columns(text_max, meta)
         self._discover = discover
         self.pairer = Pairer()
         self._conn: Connection | None = None
@@ -210,7 +216,7 @@ class FeedReader:
     def _learn(self, conn: Connection, ids: Iterable[str], out: Poll) -> None:
         unknown = sorted(set(ids) - self.sessions.keys())
         if unknown:
-            query = select(*(sessions.c[c] for c in LISTED_COLUMNS)).where(sessions.c.id.in_(unknown))
+            query = select(*(sessions.c[c] for c in SESSION_COLUMNS)).where(sessions.c.id.in_(unknown))
             for row in conn.execute(query).mappings():
                 self._remember({str(k): v for k, v in row.items()}, out)
 
@@ -223,7 +229,7 @@ class FeedReader:
 
     def _check_sessions(self, conn: Connection, out: Poll) -> list[dict[str, Any]]:
         """Sessions that started (``discover``) or whose status changed; the ended ones returned."""
-        columns = [sessions.c[c] for c in LISTED_COLUMNS]
+        columns = [sessions.c[c] for c in SESSION_COLUMNS]
         where: list[Any] = []
         if self._running:
             where.append(sessions.c.id.in_(sorted(self._running)))

@@ -264,8 +264,8 @@ class Frame:
     _msg: Any = field(default=_UNPARSED, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.origin is None:
-            self.origin = origin_of(self.direction)
+        if self.origin is None:  # origin_of, inline: this runs for every frame
+            self.origin = "client" if self.direction == "c2s" else "server"
 
     def _ensure(self) -> Classification:
         if self._cls is None:
@@ -283,17 +283,28 @@ class Frame:
                 self._msg = msg
         return self._cls
 
+    # The relay, the recorder and the writer ask these several times a frame: once
+    # classified, one attribute look-up each, not a call of _ensure as well.
+    @property
+    def classification(self) -> Classification:
+        """What the frame is (kind, method, id), classified on first use."""
+        found = self._cls
+        return found if found is not None else self._ensure()
+
     @property
     def kind(self) -> Kind:
-        return self._ensure().kind
+        found = self._cls
+        return (found if found is not None else self._ensure()).kind
 
     @property
     def method(self) -> str | None:
-        return self._ensure().method
+        found = self._cls
+        return (found if found is not None else self._ensure()).method
 
     @property
     def rpc_id(self) -> str | None:
-        return self._ensure().rpc_id
+        found = self._cls
+        return (found if found is not None else self._ensure()).rpc_id
 
     @property
     def message(self) -> Any:
@@ -311,3 +322,15 @@ class Frame:
     def text(self) -> str:
         """The frame as text; invalid UTF-8 is replaced (the exact bytes stay in ``data``)."""
         return _lossy(self.data)
+
+    def forget_message(self) -> None:
+        """Let go of the parsed value (kind, method and id stay): a frame that only waits to be
+        written must not hold a second copy of itself (``message`` parses again if asked)."""
+        self._msg = _UNPARSED
+
+    def stand_in(self, data: bytes, meta: dict[str, Any] | None) -> Frame:
+        """A frame recorded in this one's place (redacted, withheld): other bytes, the same
+        direction, origin, time, kind, method and id."""
+        other = Frame(data, self.direction, self.origin, self.ts, meta)
+        other._cls = self._ensure()
+        return other

@@ -9,8 +9,11 @@ any depth) and with regular expressions doing the per-character work.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Final, NamedTuple
+
+import orjson
 
 # Comments count as whitespace (VS Code's mcp.json is JSON with comments); a text a
 # strict JSON parser accepted has none outside strings, so this costs frames nothing.
@@ -37,6 +40,7 @@ _TAIL_ID: Final = re.compile(
 )
 TAIL_CHARS: Final = 4096
 _COMPACT: Final = re.compile(r'("[^"\\]*(?:\\.[^"\\]*)*")|[ \t\n\r]+', re.S)
+_COMPACT_BYTES: Final = re.compile(rb'("[^"\\]*(?:\\.[^"\\]*)*")|[ \t\n\r]+', re.S)
 
 
 def _ws(text: str, i: int) -> int:
@@ -176,3 +180,60 @@ def loads_jsonc(text: str) -> Any:
 def compact_json(text: str) -> str:
     """``text`` without whitespace outside strings."""
     return _COMPACT.sub(lambda m: m.group(1) or "", text)
+
+
+def one_line(data: bytes) -> bytes:
+    """A message for a line-delimited stream (stdio): ``data`` itself when it holds no line
+    feed; else, when it is JSON, without whitespace outside strings, every other byte as
+    it was (valid JSON has line feeds only between tokens, so it means the same, numbers
+    and strings written exactly as the peer wrote them); else with each line feed written
+    ``\\n``, so the peer still sees one message (a string holding a raw line feed, which
+    lenient writers produce, then reads as they meant it), never fragments of it.
+    """
+    if b"\n" not in data:
+        return data
+    if _is_json(data):
+        # Unmatched groups expand to nothing: strings stay, whitespace between tokens goes.
+        return _COMPACT_BYTES.sub(rb"\1", data)
+    return data.replace(b"\n", b"\\n")
+
+
+def _is_json(data: bytes) -> bool:
+    try:
+        orjson.loads(data)
+        return True
+    except orjson.JSONDecodeError:
+        pass
+    try:  # what orjson refuses and JSON allows: integers past 64 bits, deep nesting
+        json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (JSON has no NaN or infinity)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is beyond what a JSON number can carry (a double, up to about 1.8e308)")
+    return value
+
+
+def loads_finite(text: str | bytes) -> Any:
+    """``json.loads`` refusing what JSON cannot carry to a peer: ``NaN``, ``Infinity`` (which
+    Python reads) and numbers past double range (which it reads as infinity); each would go
+    out as ``null``. Integers stay exact whatever their size. ValueError says what is wrong."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+
+
+def loads_or_none(text: str | None) -> Any:
+    """A stored JSON text parsed (orjson); None when there is none or it is not JSON."""
+    if not text:
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None

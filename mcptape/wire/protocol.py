@@ -81,6 +81,27 @@ LIST_METHODS: Final = frozenset(
 )
 """The paginated listings (``cursor`` in, ``nextCursor`` out)."""
 
+TOOLS_LIST_CHANGED: Final = "notifications/tools/list_changed"
+RESOURCES_LIST_CHANGED: Final = "notifications/resources/list_changed"
+RESOURCES_UPDATED: Final = "notifications/resources/updated"
+PROMPTS_LIST_CHANGED: Final = "notifications/prompts/list_changed"
+ROOTS_LIST_CHANGED: Final = "notifications/roots/list_changed"
+ELICITATION_COMPLETE: Final = "notifications/elicitation/complete"
+TASK_STATUS: Final = "notifications/tasks/status"
+
+METHODS: Final = frozenset(
+    {
+        INITIALIZE, INITIALIZED, DISCOVER, PING, CANCELLED, PROGRESS, MESSAGE,
+        TOOLS_LIST, TOOLS_CALL, RESOURCES_LIST, RESOURCES_READ, RESOURCE_TEMPLATES_LIST,
+        RESOURCES_SUBSCRIBE, RESOURCES_UNSUBSCRIBE, PROMPTS_LIST, PROMPTS_GET, COMPLETE,
+        SET_LEVEL, SAMPLING, ELICITATION, ROOTS_LIST, SUBSCRIPTIONS_LISTEN, *TASK_METHODS,
+        TOOLS_LIST_CHANGED, RESOURCES_LIST_CHANGED, RESOURCES_UPDATED, PROMPTS_LIST_CHANGED,
+        ROOTS_LIST_CHANGED, ELICITATION_COMPLETE, TASK_STATUS,
+    }
+)  # fmt: skip
+"""Every method the revisions define (requests and notifications, both directions): what a
+misspelt name in a user's rule is compared with."""
+
 # -- fields --------------------------------------------------------------------------------
 
 META_PREFIX: Final = "io.modelcontextprotocol/"

@@ -13,8 +13,9 @@ own, so tests never see each other's rows::
 
 The server listens on no TCP port (``listen_addresses`` is empty), trusts local
 connections and skips fsync. :func:`private_server` skips the test only when no
-PostgreSQL server binaries are installed (CI installs the Debian package
-``postgresql``); any other failure to start is an error, with the server's log.
+PostgreSQL server binaries are installed, and fails it then under ``.ci/run`` (which
+installs the Debian package ``postgresql``); any other failure to start is an error,
+with the server's log.
 """
 
 from __future__ import annotations
@@ -129,12 +130,20 @@ class Postgres:
             shutil.rmtree(self.home, ignore_errors=True)
 
 
+# Set by .ci/run, which installs PostgreSQL: there, a missing server is a failure, not a skip.
+REQUIRED_ENV = "MCPTAPE_TESTS_NEED_POSTGRES"
+MISSING = "no PostgreSQL server programs (initdb, pg_ctl): apt-get install postgresql, as the README says"
+
+
 @contextlib.contextmanager
 def private_server() -> Iterator[Postgres]:
-    """Start a server for the ``with`` block; skip the test when PostgreSQL is not installed."""
+    """Start a server for the ``with`` block; skip the test when PostgreSQL is not installed
+    (fail it under .ci/run, which installs it: nothing may be skipped in CI)."""
     bindir = postgres_bin()
     if bindir is None:
-        pytest.skip("no PostgreSQL server binaries (install the postgresql package)")
+        if os.environ.get(REQUIRED_ENV):
+            pytest.fail(f"{MISSING} (${REQUIRED_ENV} is set)")
+        pytest.skip(MISSING)
     server = Postgres(bindir)
     try:
         yield server

@@ -5,6 +5,10 @@ kept in memory until :meth:`Recorder.attach` hands it a writer (``record`` opens
 migrates the database in the background while the first frames are forwarded at
 once). Past :data:`EARLY_LIMIT` bytes held, the relay waits for the store.
 
+Memory: what every recorder of the process holds early and what its writers hold counts
+against one bound for the whole process (:data:`mcptape.wire.held.HELD`): past it
+the relay waits, whatever the session (a gateway serves many).
+
 Back-pressure: when the writer's backlog passes its limit (about 100 ms of traffic),
 ``frame_done`` returns an awaitable, and the link that delivered the frame waits on
 it. Nothing is dropped. A store that fails for good (a corrupted file, a full disk)
@@ -23,6 +27,7 @@ from mcptape.proxy.addonmanager import Flow, Outcome, SessionContext
 from mcptape.terminal import say
 from mcptape.wire.frame import KEEP_PARSED_BYTES
 from mcptape.wire.handshake import HELLO_METHODS, client_hello, server_hello
+from mcptape.wire.held import HELD
 from mcptape.wire.largeframes import LARGE, LARGE_FRAME_BYTES
 
 if TYPE_CHECKING:
@@ -35,7 +40,6 @@ EARLY_LAG = 0.1  # seconds of traffic held before the relay waits for the store 
 EARLY_FEW = 64  # ...unless fewer items than this are held: a handshake's few frames never wait
 EARLY_PATIENCE = 5.0  # how long the relay waits for a store that is slow to open, then goes on
 BLOCKED_PATIENCE = 2.0  # how long the relay waits for a writer that makes no progress (a lock)
-BLOCKED_MEMORY = 256 << 20  # bytes kept in memory for a blocked writer before waiting anyway
 
 
 def _release_large(held: list[tuple[str, tuple[Any, ...]]]) -> None:
@@ -85,15 +89,21 @@ class Recorder:
 
     # -- the store arrives ------------------------------------------------------------
 
+    @property
+    def held_bytes(self) -> int:
+        """Bytes held for a store that is not open yet (see :data:`~mcptape.wire.held.HELD`)."""
+        return self._early_bytes
+
     def attach(self, writer: Writer, session_id: str) -> None:
         """The store is open: write what was held, in order, then record directly. Any thread."""
         with self._lock:
             self.writer, self.session_id = writer, session_id
             early, self._early = self._early, []
-            self._early_bytes = 0
             for op, args in early:
                 self._apply(op, args)
-            _release_large(early)  # the writer counts them now
+            self._early_bytes = 0  # the writer holds (and counts) them now
+            HELD.let_go(self)
+            _release_large(early)
             self._ready.set()
 
     def abandon(self, why: str) -> None:
@@ -102,6 +112,7 @@ class Recorder:
             _release_large(self._early)
             self._early = []
             self._early_bytes = 0
+            HELD.let_go(self)
             self._warn(why)
             self._ready.set()
 
@@ -134,6 +145,7 @@ class Recorder:
         elif self.failure is None:
             if self._early_since is None:
                 self._early_since = time.monotonic()
+                HELD.hold(self)
             self._early.append((op, args))
             self._early_bytes += size
             if op == "frame" and size >= LARGE_FRAME_BYTES:
@@ -162,7 +174,11 @@ class Recorder:
         with self._lock:
             self.seq += 1
             flow.seq = self.seq
-            self._put("frame", (self.seq, frame), len(frame.data))
+            writer, session_id = self.writer, self.session_id
+            if writer is not None and session_id is not None:  # _put, inline: it runs for every frame
+                writer.add_frame(session_id, self.seq, frame)
+            else:
+                self._put("frame", (self.seq, frame), len(frame.data))
             if flow.replacement is not None:
                 self.seq += 1
                 replacement = flow.replacement
@@ -172,16 +188,18 @@ class Recorder:
                 if self._looks_left:
                     self._looks_left -= 1
                     self._learn(flow)
-                elif self._hello_ids or frame.method in HELLO_METHODS:
+                elif self._hello_ids or (frame.direction == "c2s" and frame.method in HELLO_METHODS):
+                    # (a server frame teaches nothing unless it answers a hello: it is not
+                    # even parsed for this, so it need not be before it is forwarded)
                     self._learn(flow)
-            writer = self.writer
-            early = self._early_bytes
-            held = len(self._early)
-            since = self._early_since
+            if writer is None:
+                early = self._early_bytes
+                held = len(self._early)
+                since = self._early_since
         if writer is None:
             # Frames held for a store that is still opening would be lost by a kill -9:
             # hold at most ~100 ms of traffic, then wait (boundedly) for the store.
-            if early > EARLY_LIMIT:
+            if early > EARLY_LIMIT or (early and HELD.over):
                 return self._wait_ready(None)
             if (
                 not self._impatient
@@ -200,8 +218,8 @@ class Recorder:
                 self._blocked = False
                 say("the recording database is writable again; catching up")
             return None
-        if self._blocked and writer.backlog_bytes < BLOCKED_MEMORY:
-            return None
+        if self._blocked and not HELD.over:
+            return None  # locked out: frames wait in memory, within the process's bound
         return self._drain(writer)
 
     async def _drain(self, writer: Writer) -> None:
@@ -209,7 +227,8 @@ class Recorder:
 
         Waiting bounds what a kill -9 loses to ~100 ms of traffic; a database locked by
         someone else for seconds would stall the client as long, so past
-        BLOCKED_PATIENCE the frames wait in memory instead (up to BLOCKED_MEMORY), said once.
+        BLOCKED_PATIENCE the frames wait in memory instead (within the process's bound,
+        :data:`~mcptape.wire.held.PROCESS_MAX_BYTES`), said once.
         """
         if self._blocked:
             await writer.drain()
@@ -252,8 +271,10 @@ class Recorder:
             self._put("update", (fields,), 256)
 
     def event(self, session: SessionContext, kind: str, text: str | None, data: object) -> None:
+        # Stamped now: one held while the store opens must not take the time it is written
+        # (it would leave the frames it happened beside).
         with self._lock:
-            self._put("event", (kind, text, data), len(text or "") + 64)
+            self._put("event", (kind, text, data, time.time()), len(text or "") + 64)
 
     def session_end(self, session: SessionContext, outcome: Outcome) -> None:
         fields = {

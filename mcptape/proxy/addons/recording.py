@@ -39,24 +39,6 @@ class SessionRow:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-_SWEPT: set[str] = set()
-_SWEPT_LOCK = threading.Lock()
-
-
-def _close_lost_once(store: Store) -> None:
-    """Close the sessions a killed recorder left running in this file (once per process and file)."""
-    with _SWEPT_LOCK:
-        if store.where in _SWEPT:
-            return
-        _SWEPT.add(store.where)
-    try:
-        from mcptape.store.lost import close_lost_sessions
-
-        close_lost_sessions(store)
-    except Exception:  # a housekeeping step: never a reason not to record (a locked file, say)
-        pass
-
-
 class BackgroundStore:
     """Opens ``db`` on a thread, creates the session row and attaches ``recorder``."""
 
@@ -84,7 +66,9 @@ class BackgroundStore:
                 store = open_store(self.db)
                 self.store = store
                 self.recorder.locked_out = lambda: store.waiting_for_lock
-                _close_lost_once(store)
+                from mcptape.store.lost import close_lost_once
+
+                close_lost_once(store)
                 fields: dict[str, Any] = {
                     "mode": self.row.mode,
                     "name": self.row.name,

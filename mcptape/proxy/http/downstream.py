@@ -7,7 +7,9 @@ answered; server messages go on the stream :class:`~mcptape.proxy.http.routing.R
 chooses, else on the session's GET stream. Every stream keeps its events (an event
 store per stream, bounded) so a client reconnecting with ``Last-Event-ID`` gets what it
 missed. :class:`SseSessionLink` is a legacy HTTP+SSE session: one event stream for
-everything the server sends.
+everything the server sends. A stream never drops what it was given silently: a client
+that reads slowly holds the upstream back (``send`` returns an awaitable), and the
+bounds for clients that do not read at all are in :mod:`mcptape.proxy.http.eventstream`.
 
 Which stream a server frame goes on is decided once, by :meth:`DownstreamLink.prepare`,
 from any thread: the relay calls it once the addons have decided and before the recorder
@@ -27,120 +29,20 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
+
+from mcptape.proxy.http.eventstream import CLOSED, Backlog, EventStream
 from mcptape.proxy.http.headers import that_matter
 from mcptape.proxy.http.routing import Router
-from mcptape.proxy.http.sse import encode_event
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LoopSideLink
-from mcptape.wire.frame import Frame
+from mcptape.redact import placeholder
+from mcptape.wire.frame import Frame, encode_id
+from mcptape.wire.ids import id_key
 
-KEEP_EVENTS = 1000  # per stream, for Last-Event-ID resumption
-KEEP_STREAMS = 256  # closed streams remembered per session, for a late resumption
-# ... and at most this many bytes of their events (the newest closed stream is kept whatever
-# its size): 256 answers of 8 MB would otherwise stay in memory for the session's life.
-KEEP_CLOSED_BYTES = 16 << 20
-
-
-class EventStream:
-    """One SSE stream of a session: numbered events, kept for replay, pumped to at most one response.
-
-    Events may be pushed from any thread (a stdio upstream's reader thread places its
-    frames); the pump runs on the event loop.
-    """
-
-    def __init__(self, key: str, meta: dict[str, Any] | None = None) -> None:
-        self.key = key
-        self.meta: dict[str, Any] = meta or {}
-        self.events: deque[tuple[int, bytes]] = deque(maxlen=KEEP_EVENTS)
-        self.count = 0
-        self.size = 0  # bytes of the events kept
-        self.closed = False
-        self.attached = False
-        # The last event number written to a response: a GET stream opened without
-        # Last-Event-ID starts after it, so what the server sent while no client stream was
-        # open (right after initialize, or between reconnects) is delivered, not skipped.
-        self.delivered = 0
-        self._lock = threading.Lock()
-        self._changed = asyncio.Event()
-        try:
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
-        self._loop_thread = threading.get_ident() if self._loop is not None else None
-
-    def _notify(self) -> None:
-        if self._loop is None or threading.get_ident() == self._loop_thread:
-            self._changed.set()
-        else:
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody pumps any more
-                self._loop.call_soon_threadsafe(self._changed.set)
-
-    def _keep(self, encoded: bytes) -> None:
-        # Under the lock: the event numbered count, and the bytes kept.
-        if len(self.events) == self.events.maxlen:
-            self.size -= len(self.events[0][1])
-        self.events.append((self.count, encoded))
-        self.size += len(encoded)
-
-    def push(self, data: bytes) -> str:
-        with self._lock:
-            self.count += 1
-            event_id = f"{self.key}-{self.count}"
-            self._keep(encode_event(data, event="message", id=event_id))
-        self._notify()
-        return event_id
-
-    def prime(self) -> None:
-        """First an event with an id and empty data (SEP-1699, protocol 2025-11-25 on): a
-        client that loses the stream before the answer can resume it with that id."""
-        with self._lock:
-            self.count += 1
-            self._keep(encode_event(b"", id=f"{self.key}-{self.count}"))
-        self._notify()
-
-    def push_raw(self, encoded: bytes) -> None:
-        """An event that is not a numbered message (the legacy ``endpoint`` event)."""
-        with self._lock:
-            self.count += 1
-            self._keep(encoded)
-        self._notify()
-
-    def close(self) -> None:
-        self.closed = True
-        self._notify()
-
-    def _after(self, sent: int) -> list[tuple[int, bytes]]:
-        with self._lock:
-            return [(n, data) for n, data in self.events if n > sent]
-
-    async def pump(self, write: Any, after: int = 0, last: Any = None) -> bool:
-        """Write every event after number ``after`` with ``write`` (an async callable) until closed.
-
-        Events that are ready together go in one write. With ``last`` (an async callable
-        that writes and ends the response), the events that end a closed stream go with
-        the end in one write, and True is returned (the response is ended); else False.
-        """
-        sent = after
-        while True:
-            batch = self._after(sent)
-            if batch:
-                sent = batch[-1][0]
-                data = batch[0][1] if len(batch) == 1 else b"".join(d for _, d in batch)
-                if last is not None and self.closed and not self._after(sent):
-                    await last(data)
-                    self.delivered = max(self.delivered, sent)
-                    return True
-                await write(data)
-                self.delivered = max(self.delivered, sent)
-                continue
-            if self.closed:
-                return False
-            self._changed.clear()
-            if self._after(sent) or self.closed:
-                continue
-            await self._changed.wait()
+KEEP_STREAMS = 256  # closed streams remembered per session, for a late resumption (bytes: CLOSED)
 
 
 class DownstreamLink(LoopSideLink, abc.ABC):
@@ -152,9 +54,11 @@ class DownstreamLink(LoopSideLink, abc.ABC):
         self.path = path
         # Routing state is shared by the loop (POSTs) and a stdio upstream's reader thread.
         self._lock = threading.Lock()
-        self._placed: dict[int, Frame] = {}  # frames placed by prepare() before their send
+        self._placed: dict[int, tuple[Frame, EventStream]] = {}  # placed by prepare() before their send
         self.last_active = time.monotonic()
         self._started = asyncio.Event()
+        # What the session's streams hold for its client, bounded; a cut is recorded.
+        self.backlog = Backlog(lambda text, data: self.emit("stream_cut", text, data))
 
     def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
         super().start(deliver, ended, event)
@@ -179,13 +83,14 @@ class DownstreamLink(LoopSideLink, abc.ABC):
         await self._receive(frame)
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
+        """Put a frame on its stream (unless :meth:`prepare` did); an awaitable while the client
+        reading that stream is behind (back-pressure: the relay stops reading the upstream)."""
         if self._send_closed or self._loop is None:
             raise LinkClosed(f"{self.name}: closed")
         with self._lock:
-            if self._placed.pop(id(frame), None) is frame:
-                return None
-            self._place(frame)
-        return None
+            placed = self._placed.pop(id(frame), None)
+            stream = placed[1] if placed is not None and placed[0] is frame else self._place(frame)[1]
+        return stream.room()
 
     def prepare(self, frame: Frame) -> dict[str, Any] | None:
         """Put a server frame on its client stream now (any thread); how it went out, or None.
@@ -197,13 +102,14 @@ class DownstreamLink(LoopSideLink, abc.ABC):
         with self._lock:
             if self._send_closed or self._loop is None:
                 return None
-            meta = self._place(frame)
-            self._placed[id(frame)] = frame
+            meta, stream = self._place(frame)
+            self._placed[id(frame)] = (frame, stream)
             return meta
 
     @abc.abstractmethod
-    def _place(self, frame: Frame) -> dict[str, Any]:
-        """Under the lock: push a server frame on the stream it belongs to; that stream's metadata."""
+    def _place(self, frame: Frame) -> tuple[dict[str, Any], EventStream]:
+        """Under the lock: push a server frame on the stream it belongs to; that stream's
+        metadata (with the frame's event id), and the stream."""
 
     @abc.abstractmethod
     def _close_streams(self) -> None:
@@ -220,8 +126,12 @@ class DownstreamLink(LoopSideLink, abc.ABC):
 
     def client_gone(self, why: str) -> None:
         """The client ended the session (DELETE, idle timeout, its SSE stream closed)."""
-        self.emit("http_session_closed", why, {"session_id": self.session_id})
+        self.emit("http_session_closed", why, {"session_id": placeholder(self.session_id)})
         self._peer_ended("eof")
+
+
+def _let_go(stream: EventStream | None) -> bool:
+    return stream is None or stream.let_go
 
 
 def stream_meta(method: str, path: str, stream: str, headers: dict[str, str]) -> dict[str, Any]:
@@ -246,26 +156,42 @@ class HttpSessionLink(DownstreamLink):
         super().__init__(session_id, name, path)
         self.router = Router()
         self._numbers = itertools.count(1)
-        self.get_stream = EventStream("g", stream_meta("GET", path, "get", {}))
+        self.get_stream = EventStream("g", stream_meta("GET", path, "get", {}), self.backlog)
         self.streams: dict[str, EventStream] = {"g": self.get_stream}
         self._closed_order: deque[str] = deque()
-        self._closed_bytes = 0
+        # A pool session (2026-07-28, shared by clients): what routes a server frame, as the
+        # upstream wrote it (its ids are the pool's, unique; see mcptape.gateway.poolids).
+        self.route_view: Callable[[Frame], Any] | None = None
+        # ... and for an answer mcptape wrote itself with a client's id (an injector's final
+        # answer), the pool ids that client id was sent upstream as, oldest first.
+        self._pool_ids: dict[str, list[str]] = {}
 
     async def post(
-        self, frame: Frame, headers: dict[str, str] | None = None, *, prime: bool = False
+        self,
+        frame: Frame,
+        headers: dict[str, str] | None = None,
+        *,
+        prime: bool = False,
+        routed: Frame | None = None,
     ) -> EventStream | None:
         """Deliver a POSTed frame; the stream its answers come on (sent with ``headers``), or None (202).
 
         ``prime``: the stream starts with a priming event (see :meth:`EventStream.prime`).
+        ``routed``: the frame as the upstream gets it, when that differs (a pool's ids): what
+        comes back is routed by it.
         """
         stream: EventStream | None = None
-        message = frame.message
+        message = (routed or frame).message
         key = f"p{next(self._numbers)}"
         if message is not None:
             with self._lock:
+                if routed is not None:
+                    for note in (frame.meta or {}).get("pool") or ():
+                        if note.get("as") == "id":
+                            self._pool_ids.setdefault(id_key(note["theirs"]), []).append(note["ours"])
                 if self.router.opened(key, message):
                     meta = stream_meta("POST", self.path, "post", headers or {})
-                    stream = self.streams[key] = EventStream(key, meta)
+                    stream = self.streams[key] = EventStream(key, meta, self.backlog)
                     if prime:
                         stream.prime()
                 # A cancelled request's stream ends: else it stays "the only request in
@@ -287,36 +213,57 @@ class HttpSessionLink(DownstreamLink):
         with self._lock:
             return {key for entry in self.router.open.values() for key in entry.ids}
 
-    def _place(self, frame: Frame) -> dict[str, Any]:
-        message = frame.message
+    def _pool_view(self, frame: Frame) -> Any:
+        """Under the lock: how a pool session's server frame is routed (None: by itself)."""
+        view = self.route_view(frame) if self.route_view is not None else None
+        theirs = frame.rpc_id if frame.kind in ("response", "error") else None
+        if theirs is None or not self._pool_ids:
+            return view
+        lent = self._pool_ids.get(id_key(theirs))
+        if not lent:
+            return view
+        if view is not None and "id" not in view:
+            return view
+        ours = encode_id(view["id"]) if view is not None else lent[0]
+        if ours in lent:
+            lent.remove(ours)
+        if not lent:
+            del self._pool_ids[id_key(theirs)]
+        if view is None:  # written by mcptape with the client's id: routed as the oldest it stands for
+            view = {"jsonrpc": "2.0", "id": orjson.loads(ours), "result": None}
+        return view
+
+    def _place(self, frame: Frame) -> tuple[dict[str, Any], EventStream]:
+        message = self._pool_view(frame) if self.route_view is not None else None
+        message = message or frame.message
         target = self.router.route(message) if message is not None else None
         stream = (self.streams.get(target) if target is not None else None) or self.get_stream
-        event_id = stream.push(frame.data)
+        event_id = stream.push(frame.data, droppable=frame.kind == "notification")
         if message is not None:
             for done in self.router.answered(message):
                 self._retire(done)
-        return {**stream.meta, "event_id": event_id}
+        return {**stream.meta, "event_id": event_id}, stream
 
     def _retire(self, key: str) -> None:
         stream = self.streams.get(key)
-        if stream is None:
+        if stream is None or stream.closed:
             return
         stream.close()
+        CLOSED.add(stream)
         self._closed_order.append(key)
-        self._closed_bytes += stream.size
-        while len(self._closed_order) > KEEP_STREAMS or (
-            self._closed_bytes > KEEP_CLOSED_BYTES and len(self._closed_order) > 1
+        while self._closed_order and (
+            len(self._closed_order) > KEEP_STREAMS or _let_go(self.streams.get(self._closed_order[0]))
         ):
             old = self.streams.pop(self._closed_order.popleft(), None)
             if old is not None:
-                self._closed_bytes -= old.size
+                old.forget()
 
     def resume(self, last_event_id: str) -> tuple[EventStream, int] | None:
         """The stream and position a ``Last-Event-ID`` names; None when unknown."""
         key, _, number = last_event_id.rpartition("-")
         with self._lock:
             stream = self.streams.get(key)
-        if stream is None or not number.isdigit():
+        if stream is None or stream.let_go or not number.isdigit():
             return None
         return stream, int(number)
 
@@ -326,16 +273,42 @@ class HttpSessionLink(DownstreamLink):
         for stream in streams:
             stream.close()
 
+    def cut(self, frame: Frame) -> bool:
+        """End the SSE stream ``frame`` would go on, without it (a fault); the session goes on.
+
+        A request's POST stream ends for good (what the server still sends for it is kept
+        on it for ``Last-Event-ID``); the GET stream's response ends and the client may
+        open it again. A client request is cut on the stream its answer would take.
+        """
+        message = frame.message
+        with self._lock:
+            if frame.direction == "c2s":
+                key = self.router.carrier(message) if message is not None else None
+            else:
+                key = self.router.route(message) if message is not None else None
+            if key is not None and key in self.streams and key != "g":
+                self.router.cut(key)
+                self._retire(key)
+                return False
+        self.get_stream.hang_up()
+        return False
+
 
 class SseSessionLink(DownstreamLink):
     """One legacy HTTP+SSE session: everything the server sends goes on the one event stream."""
 
     def __init__(self, session_id: str, name: str = "client", path: str = "") -> None:
         super().__init__(session_id, name, path)
-        self.stream = EventStream("s", stream_meta("GET", path, "sse", {}))
+        self.stream = EventStream("s", stream_meta("GET", path, "sse", {}), self.backlog)
 
-    def _place(self, frame: Frame) -> dict[str, Any]:
-        return {**self.stream.meta, "event_id": self.stream.push(frame.data)}
+    def _place(self, frame: Frame) -> tuple[dict[str, Any], EventStream]:
+        event_id = self.stream.push(frame.data, droppable=frame.kind == "notification")
+        return {**self.stream.meta, "event_id": event_id}, self.stream
 
     def _close_streams(self) -> None:
         self.stream.close()
+
+    def cut(self, frame: Frame) -> bool:
+        """Legacy SSE has one stream and no resumption: cutting it cuts the session off."""
+        self.close_send()
+        return True

@@ -132,6 +132,17 @@ def end_to_end(headers: Iterable[tuple[str, str]], drop: Iterable[str] = ()) -> 
     return [(name, value) for lower, name, value in kept if named is None or lower not in named]
 
 
+def media_type(content_type: str | None) -> str:
+    """The media type of a ``Content-Type`` value, lower case, without parameters: media types
+    are case-insensitive (RFC 9110 §8.3.1), so ``Text/Event-Stream; charset=utf-8`` is an SSE stream."""
+    return (content_type or "").partition(";")[0].strip().lower()
+
+
+def accepts(accept: str | None, media: str) -> bool:
+    """Whether an ``Accept`` value lists ``media`` (lower case), whatever case the client wrote it in."""
+    return any(media_type(item) == media for item in (accept or "").split(","))
+
+
 def that_matter(headers: Iterable[tuple[str, str]], extra_names: Iterable[str] = ()) -> dict[str, str]:
     """The MCP-relevant headers of a request or response, credentials redacted, for a frame's metadata."""
     extra = [n.lower() for n in extra_names]

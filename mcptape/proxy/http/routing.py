@@ -140,6 +140,24 @@ class Router:
                     break
         return done
 
+    def cut(self, stream: str) -> None:
+        """A stream was cut (a fault): answers still due to its requests go on it, ended, for ``Last-Event-ID``."""
+        entry = self.open.pop(stream, None)
+        for key in entry.ids if entry is not None else ():
+            if len(self.cancelled) >= MAX_CANCELLED:
+                del self.cancelled[next(iter(self.cancelled))]
+            self.cancelled[key] = stream
+
+    def carrier(self, message: Any) -> str | None:
+        """The open stream of the client request ``message`` (an answer to it would go there)."""
+        for item in _items(message):
+            c = classify_message(item)
+            if c.kind == "request" and c.rpc_id is not None:
+                found = self._stream_of(id_key(c.rpc_id))
+                if found is not None:
+                    return found
+        return None
+
     def closed(self, stream: str) -> None:
         """A stream went away without all its answers (the client disconnected)."""
         self.open.pop(stream, None)

@@ -24,16 +24,26 @@ CONNECT_TIMEOUT = 10.0
 
 
 def unreachable(url: str, exc: BaseException) -> str:
-    """Why the server at ``url`` could not be reached, in one sentence (aiohttp's words for some are empty)."""
+    """Why the server at ``url`` could not be reached, in one sentence (aiohttp's words for some
+    are empty, and others speak of ``ssl:default`` for a connection that was merely refused)."""
     import aiohttp
 
+    head = f"cannot reach the MCP server at {url}"
     if isinstance(exc, aiohttp.TooManyRedirects):
         last = exc.history[-1].url if exc.history else url
-        return (
-            f"cannot reach the MCP server at {url}: it redirected {len(exc.history)} times without "
-            f"answering (the last time to {last}): a redirect loop?"
-        )
-    return f"cannot reach the MCP server at {url}: {type(exc).__name__}: {exc}"
+        return f"{head}: it redirected {len(exc.history)} times without answering (the last time to {last}): a redirect loop?"
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return f"{head}: the host name {exc.host} cannot be resolved"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return f"{head}: its TLS certificate was refused ({exc.certificate_error})"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        where = f"{exc.host}:{exc.port}"
+        if isinstance(exc.os_error, ConnectionRefusedError):
+            return f"{head}: the connection to {where} was refused (is the server running, on that port?)"
+        return f"{head}: cannot connect to {where}: {exc.os_error.strerror or exc.os_error}"
+    if isinstance(exc, TimeoutError | aiohttp.ServerTimeoutError):
+        return f"{head}: no answer to connecting within {CONNECT_TIMEOUT:g} s"
+    return f"{head}: {type(exc).__name__}: {exc}"
 
 
 class LoopLink(LoopSideLink, abc.ABC):
@@ -46,6 +56,10 @@ class LoopLink(LoopSideLink, abc.ABC):
         self._queue: asyncio.Queue[Frame | None] = asyncio.Queue()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._error: str | None = None
+        # The server answered at least once over HTTP; until then a connection that fails
+        # means it cannot be reached at all (LinkEnd "unreachable": record exits 2).
+        self._reached = False
+        self._unreachable: str | None = None
         self._http: Any = None  # aiohttp.ClientSession, created on the loop
 
     # -- Link ---------------------------------------------------------------------------
@@ -61,6 +75,8 @@ class LoopLink(LoopSideLink, abc.ABC):
         self.spawn(self._run())
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
+        if self._unreachable is not None:
+            raise LinkClosed(self._unreachable)  # the relay answers it saying so
         if self._send_closed or self._end is not None or self._loop is None:
             raise LinkClosed(f"{self.name}: closed")
         if threading.get_ident() == self._loop_thread:
@@ -83,7 +99,10 @@ class LoopLink(LoopSideLink, abc.ABC):
         if self._end is not None:
             return self._end
         self.close_send()
-        self._end = LinkEnd("error" if self._error else "closed", None, self._error)
+        if self._unreachable is not None:
+            self._end = LinkEnd("unreachable", None, self._unreachable)
+        else:
+            self._end = LinkEnd("error" if self._error else "closed", None, self._error)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self._goodbye(), grace + 0.5)
         self.stop_receiving()
@@ -126,6 +145,26 @@ class LoopLink(LoopSideLink, abc.ABC):
         pending = self._deliver(frame)
         if pending is not None:
             await pending
+
+    def reached(self) -> None:
+        """The server answered over HTTP (any status): it can be reached."""
+        self._reached = True
+
+    async def give_up_unreached(self, why: str, frames: Iterable[Frame] = ()) -> bool:
+        """After a connection failure: if the server never answered, the link ends as
+        ``unreachable`` (``frames`` and whatever is queued get ``why`` as their error) and
+        True is returned; False when it answered before (a failure of one request)."""
+        if self._reached:
+            return False
+        self._unreachable = self._error = why
+        for frame in frames:
+            await self.fail_request(frame, why)
+        while not self._queue.empty():
+            queued = self._queue.get_nowait()
+            if queued is not None:
+                await self.fail_request(queued, why)
+        self._ended(f"error: {why}")
+        return True
 
     async def fail_request(self, frame: Frame, message: str, data: object = None) -> None:
         """A request the server will never answer gets a JSON-RPC error so the client does not hang."""

@@ -35,11 +35,13 @@ from mcptape.proxy.http.headers import (
     PROTOCOL_VERSION,
     SESSION_ID,
     lowered,
+    media_type,
     routing_headers,
     that_matter,
 )
 from mcptape.proxy.http.sse import SseParser
 from mcptape.proxy.http.upstream_base import LoopLink, request_ids, response_ids, unreachable
+from mcptape.redact import placeholder
 from mcptape.wire.frame import Frame
 from mcptape.wire.protocol import INITIALIZE, INITIALIZED
 
@@ -149,6 +151,8 @@ class HttpClientLink(LoopLink):
                 self._get_open = None
             try:
                 await self._post(frame, first)
+                if self._unreachable is not None:
+                    return
             except Fallback as fallback:
                 while not self._queue.empty():
                     more = self._queue.get_nowait()
@@ -192,8 +196,10 @@ class HttpClientLink(LoopLink):
                 raise Fallback(0, [frame]) from exc
             why = unreachable(self.url, exc)
             self.emit("error", why, {"url": self.url})
-            await self.fail_request(frame, why)
+            if not await self.give_up_unreached(why, [frame]):
+                await self.fail_request(frame, why)
             return
+        self.reached()
         self._learn_session(response)
         status = response.status
         if first and self.probe and 400 <= status < 500 and status not in (401, 403):
@@ -214,11 +220,11 @@ class HttpClientLink(LoopLink):
         if status == 202 or (status < 300 and response.content_length == 0):
             response.release()
             return
-        ctype = response.headers.get("Content-Type", "")
+        ctype = media_type(response.headers.get("Content-Type"))
         meta = self._meta(response, "POST", "post")
         if status >= 300:
             self.spawn(self._error_body(frame, response, meta))
-        elif ctype.startswith("text/event-stream"):
+        elif ctype == "text/event-stream":
             self.spawn(self._read_stream(response, meta, set(request_ids(frame))))
         else:
             self.spawn(self._json_body(frame, response, meta))
@@ -231,7 +237,9 @@ class HttpClientLink(LoopLink):
         if sid and sid != self.session_id and response.status < 300:
             self.session_id = sid
             self.emit(
-                "http_session", f"the server minted session {sid}", {"session_id": sid, "url": self.url}
+                "http_session",
+                f"the server minted session {placeholder(sid)}",
+                {"session_id": placeholder(sid), "url": self.url},
             )
 
     def _meta(self, response: Any, method: str, stream: str) -> dict[str, Any]:
@@ -300,7 +308,8 @@ class HttpClientLink(LoopLink):
                 return
         response.release()
         if response.status == 404 and self.session_id is not None:
-            self.emit("http_session_expired", f"the server no longer knows session {self.session_id}", None)
+            gone = placeholder(self.session_id)
+            self.emit("http_session_expired", f"the server no longer knows session {gone}", None)
         auth = response.headers.get("WWW-Authenticate")
         detail = {"status": response.status, **({"www_authenticate": auth} if auth else {})}
         said = error_said(body, response.reason)
@@ -402,9 +411,7 @@ class HttpClientLink(LoopLink):
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             self.emit("error", f"GET {self.url} failed: {exc}", None)
             return None
-        if response.status != 200 or not response.headers.get("Content-Type", "").startswith(
-            "text/event-stream"
-        ):
+        if response.status != 200 or media_type(response.headers.get("Content-Type")) != "text/event-stream":
             response.release()
             if response.status != 405:
                 self.emit("http_get_refused", f"GET stream refused: HTTP {response.status}", None)

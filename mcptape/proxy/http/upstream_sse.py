@@ -12,9 +12,10 @@ import asyncio
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from mcptape.proxy.http.headers import lowered, that_matter
+from mcptape.proxy.http.headers import lowered, media_type, that_matter
 from mcptape.proxy.http.sse import SseParser
 from mcptape.proxy.http.upstream_base import LoopLink, unreachable
+from mcptape.redact import redact_url
 from mcptape.wire.frame import Frame
 
 ENDPOINT_TIMEOUT = 10.0
@@ -75,11 +76,13 @@ class SseClientLink(LoopLink):
         try:
             response = await self._http.get(self.url, headers=headers)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            await self._give_up(unreachable(self.url, exc))
+            self._unreachable = unreachable(self.url, exc)  # nothing was ever reached here
+            await self._give_up(self._unreachable)
             self._endpoint_known.set()
             return
+        self.reached()
         ctype = response.headers.get("Content-Type", "")
-        if response.status != 200 or not ctype.startswith("text/event-stream"):
+        if response.status != 200 or media_type(ctype) != "text/event-stream":
             response.release()
             what = f" ({ctype or 'no Content-Type'})" if response.status == 200 else ""
             await self._give_up(
@@ -100,7 +103,9 @@ class SseClientLink(LoopLink):
                 for event in parser.feed(chunk):
                     if event.event == "endpoint" and self.endpoint is None:
                         self.endpoint = urljoin(self.url, event.data.decode().strip())
-                        self.emit("sse_endpoint", self.endpoint, {"endpoint": event.data.decode()})
+                        # The endpoint's session id opens the session: recorded like a token.
+                        shown = redact_url(self.endpoint)
+                        self.emit("sse_endpoint", shown, {"endpoint": redact_url(event.data.decode())})
                         self._endpoint_known.set()
                     elif event.event == "message" and event.data:
                         await self.deliver(Frame(event.data, "s2c", meta={**meta, "event_id": event.id}))

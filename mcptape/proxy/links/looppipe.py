@@ -34,7 +34,7 @@ from typing import Any
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed
 from mcptape.proxy.links.framing import LineSplitter
 from mcptape.proxy.links.process import ProcessLink
-from mcptape.proxy.links.stdio import IOV_MAX, QUEUE_LIMIT, READ_CHUNK, _parts
+from mcptape.proxy.links.stdio import IOV_MAX, QUEUE_LIMIT, READ_CHUNK, Part, line_parts
 from mcptape.wire.frame import Frame
 
 
@@ -44,12 +44,12 @@ class LoopProcessLink(ProcessLink):
     def _start_pipes(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
         loop = asyncio.get_running_loop()
         self._loop, self._loop_thread = loop, threading.get_ident()
-        self._deliver, self._ended = deliver, ended
+        self._deliver, self._ended, self._event = deliver, ended, event
         self._splitter = LineSplitter()
         self._backlog: deque[bytes] = deque()
         self._paused = False
         self._finished = False
-        self._out: deque[memoryview] = deque()
+        self._out: deque[Part] = deque()
         os.set_blocking(self._read_fd, False)
         os.set_blocking(self._write_fd, False)
         self.reading_since = time.monotonic()
@@ -149,7 +149,7 @@ class LoopProcessLink(ProcessLink):
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
         self._check_open()
-        parts = _parts(frame)
+        parts = line_parts(frame, self._event)
         if threading.get_ident() != self._loop_thread:
             assert self._loop is not None
             with contextlib.suppress(RuntimeError):
@@ -160,11 +160,11 @@ class LoopProcessLink(ProcessLink):
             return self._wait_below_limit_async()
         return None
 
-    def _send_quietly(self, parts: list[memoryview]) -> None:
+    def _send_quietly(self, parts: list[Part]) -> None:
         with contextlib.suppress(LinkClosed):
             self._write_or_queue(parts)
 
-    def _write_or_queue(self, parts: list[memoryview]) -> None:
+    def _write_or_queue(self, parts: list[Part]) -> None:
         if self._broken is not None or self._fd_closed:
             raise LinkClosed(f"{self.name}: {self._broken or 'closed'}")
         if self._out:
@@ -176,11 +176,11 @@ class LoopProcessLink(ProcessLink):
             assert self._loop is not None
             self._loop.add_writer(self._write_fd, self._writable)
 
-    def _queue_parts(self, parts: list[memoryview]) -> None:
+    def _queue_parts(self, parts: list[Part]) -> None:
         self._out.extend(parts)
         self._queued += sum(len(p) for p in parts)
 
-    def _writev(self, parts: list[memoryview]) -> list[memoryview]:
+    def _writev(self, parts: list[Part]) -> list[Part]:
         """Write what the pipe takes now; the parts left over (raises LinkClosed on EPIPE)."""
         first = 0
         while first < len(parts):
@@ -196,7 +196,7 @@ class LoopProcessLink(ProcessLink):
                 n -= len(parts[first])
                 first += 1
             if n:
-                parts[first] = parts[first][n:]
+                parts[first] = memoryview(parts[first])[n:]  # a view: no copy of the rest
         return parts[first:]
 
     def _writable(self) -> None:

@@ -359,6 +359,15 @@ class ProcessLink(FdLink):
         """
         self._hurried = True
 
+    def kill(self) -> None:
+        """A second signal: the server's whole process group gets SIGKILL now."""
+        self._hurried = True
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+
     def _waited(self, timeout: float, hurried: float) -> float:
         return min(timeout, hurried) if self._hurried else timeout
 

@@ -18,6 +18,11 @@ passes :data:`QUEUE_LIMIT` bytes, ``send`` returns an awaitable (on the loop) or
 
 A frame that arrives without a trailing newline at end of stream is sent on without
 one too (``meta["eol"] = False``), so forwarding stays byte-faithful.
+
+A frame that came from a stream that is not line-delimited (an HTTP body, an SSE event
+of several ``data:`` lines) may hold line feeds: it is written on one line
+(:func:`~mcptape.wire.jsontext.one_line`), and a ``reframed`` event says so; the frame
+is recorded as it was received.
 """
 
 from __future__ import annotations
@@ -44,13 +49,13 @@ from mcptape.proxy.link import (
 )
 from mcptape.proxy.links.framing import LineSplitter
 from mcptape.wire.frame import Direction, Frame
+from mcptape.wire.jsontext import one_line
 from mcptape.wire.largeframes import LARGE, LARGE_FRAME_BYTES, give_large_blocks_back
 
 READ_CHUNK = 1 << 18
 IOV_MAX = 1024  # the buffers one writev takes on Linux
 QUEUE_LIMIT = 8 << 20  # bytes queued for the writer thread before senders wait
 HOLD_LIMIT = 256 << 10  # bytes a reader thread may hold back to write with the next frames
-_EOL = memoryview(b"\n")
 
 # Per reader thread: whether more frames of the same read follow at once, and the links
 # holding frames back for this thread. Frames that arrived together leave together in
@@ -60,7 +65,7 @@ _tls = threading.local()
 
 def flush_held() -> None:
     """Write what links hold back for the calling thread (end of a read, before waiting)."""
-    holding: list[FdLink] | None = getattr(_tls, "holding", None)
+    holding: list[FdLink] | None = _tls.__dict__.get("holding")
     if holding:
         _tls.holding = []
         for link in holding:
@@ -70,9 +75,30 @@ def flush_held() -> None:
 BEFORE_WAIT.append(flush_held)
 
 
-def _parts(frame: Frame) -> list[memoryview]:
-    eol = not (frame.meta is not None and frame.meta.get("eol") is False)
-    return [memoryview(frame.data), _EOL] if eol else [memoryview(frame.data)]
+Part = bytes | memoryview
+
+
+def line_parts(frame: Frame, event: EventSink | None) -> list[Part]:
+    """The buffers that write ``frame`` as one line (bytes, not memoryviews: writev takes
+    them as they are; views only for a partial write); a frame holding line feeds is
+    re-framed onto one line, and ``event`` told (see the module docstring)."""
+    data = one_line(frame.data)
+    if data is not frame.data and event is not None:
+        message = frame.message
+        method = message.get("method") if isinstance(message, dict) else None
+        event(
+            "reframed",
+            "a message with line breaks was written on one line for a line-delimited peer",
+            {
+                "direction": frame.direction,
+                "method": method if isinstance(method, str) else None,
+                "id": frame.rpc_id,
+                "received_bytes": len(frame.data),
+                "sent_bytes": len(data),
+            },
+        )
+    meta = frame.meta
+    return [data] if meta is not None and meta.get("eol") is False else [data, b"\n"]
 
 
 class FdLink(LinkBase):
@@ -91,27 +117,34 @@ class FdLink(LinkBase):
         # When the reader entered its current read (None while it delivers frames): a
         # reader waiting long for bytes that never come is told apart from a busy one.
         self.reading_since: float | None = None
-        # Sending state, under _cv: frames queued for the writer thread, whether some
-        # thread is writing right now, and whether the sending side is closed.
-        self._cv = threading.Condition(threading.Lock())
-        self._queue: deque[list[memoryview]] = deque()
+        # Sending state, under _lock: frames queued for the writer thread, whether some
+        # thread is writing right now, and whether the sending side is closed. Threads
+        # that wait for it to change (the writer thread, senders over QUEUE_LIMIT) wait on
+        # _cv and count themselves in _sleepers, so a frame written directly (the common
+        # case) notifies nobody when nobody waits.
+        self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
+        self._sleepers = 0
+        self._queue: deque[list[Part]] = deque()
         self._queued = 0
         self._writing = False
         self._send_closed = False  # no more frames accepted
         self._fd_closed = False
         self._broken: str | None = None  # the peer stopped reading (EPIPE)
         self._writer: threading.Thread | None = None
-        self._held: list[list[memoryview]] = []  # frames a reader thread holds back
+        self._held: list[list[Part]] = []  # frames a reader thread holds back
         self._held_bytes = 0
         self._holder: int | None = None
         self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._end: LinkEnd | None = None
+        self._event: EventSink | None = None
 
     # -- receiving ----------------------------------------------------------------
 
     def start(self, deliver: Deliver, ended: Ended, event: EventSink) -> None:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
+        self._event = event
         self._reader = threading.Thread(
             target=self._read_loop, args=(deliver, ended), name=f"mcptape-{self.name}-reader", daemon=True
         )
@@ -124,11 +157,13 @@ class FdLink(LinkBase):
         incoming = self._incoming
         why = "eof"
         waited = False  # whether the reader waited for the store during the current line
+        _tls.more = False
+        read, read_fd, monotonic = os.read, self._read_fd, time.monotonic
         try:
             while True:
-                self.reading_since = time.monotonic()
+                self.reading_since = monotonic()
                 try:
-                    chunk = os.read(self._read_fd, READ_CHUNK)
+                    chunk = read(read_fd, READ_CHUNK)
                 except OSError as exc:
                     why = f"error: {exc.strerror or exc}"
                     chunk = b""
@@ -145,6 +180,17 @@ class FdLink(LinkBase):
                     return
                 lines = splitter.feed(chunk)
                 del chunk
+                if len(lines) == 1:
+                    # One frame per read (a client waiting for each answer): nothing is held
+                    # back for the next, so there is nothing to flush after it either; and
+                    # what is left in the splitter is less than a read (READ_CHUNK), so no
+                    # large line is on its way yet.
+                    waited = False
+                    pending = deliver(Frame(lines.pop(), incoming))
+                    if pending is not None:
+                        wait_from_thread(loop, pending)
+                        del pending
+                    continue
                 if lines:
                     waited = False
                 # Lines are taken out of the list as they go: a large frame is released as
@@ -181,49 +227,68 @@ class FdLink(LinkBase):
     # -- sending ------------------------------------------------------------------
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
-        parts = _parts(frame)
-        size = len(frame.data) + 1
+        parts = line_parts(frame, self._event)
+        data = parts[0]
         me = threading.get_ident()
-        on_loop = me == self._loop_thread
-        with self._cv:
-            self._check_open()
-            mine = self._holder == me
-            if on_loop or self._writing or self._queue or (self._held and not mine):
-                self._queue.append(parts)
-                self._queued += size
-                self._ensure_writer()
-                self._cv.notify_all()
-                if self._queued <= QUEUE_LIMIT:
-                    return None
-                if on_loop:
-                    return self._wait_below_limit_async()
-                flush_held()  # never wait while holding frames back
-                while self._queued > QUEUE_LIMIT and not self._broken and not self._fd_closed:
-                    self._cv.wait(0.5)
-                return None
-            if getattr(_tls, "more", False) and self._held_bytes + size <= HOLD_LIMIT:
-                self._held.append(parts)
-                self._held_bytes += size
-                if not mine:
+        with self._lock:
+            if self._broken is not None or self._send_closed:
+                self._check_open()
+            held = self._held
+            if me == self._loop_thread or self._writing or self._queue or (held and self._holder != me):
+                return self._enqueue(parts, len(data) + 1, me == self._loop_thread)
+            if _tls.__dict__.get("more") and self._held_bytes + len(data) + 1 <= HOLD_LIMIT:
+                held.append(parts)
+                self._held_bytes += len(data) + 1
+                if self._holder != me:
                     self._holder = me
-                    holding = getattr(_tls, "holding", None)
+                    holding = _tls.__dict__.get("holding")
                     if holding is None:
                         holding = _tls.holding = []
                     holding.append(self)
                 return None
-            batch = self._take_held()
-            batch.extend(parts)
+            if held:
+                parts = [*self._take_held(), *parts]
             self._writing = True
         try:
-            self._write(batch)
+            self._write(parts)
         finally:
-            with self._cv:
+            with self._lock:
                 self._writing = False
-                self._after_write()
+                if self._sleepers or self._waiters or self._send_closed:
+                    self._after_write()
         return None
 
-    def _take_held(self) -> list[memoryview]:
-        """Under _cv: the held frames' buffers, in order; nothing is held afterwards."""
+    def _enqueue(self, parts: list[Part], size: int, on_loop: bool) -> Awaitable[Any] | None:
+        """Under _lock: queue a frame for the writer thread; wait (or say to) while over the limit."""
+        if self._held and self._holder == threading.get_ident():
+            # Frames this thread held back go first, with this one: a thread never waits
+            # for the writer thread while holding frames it would wait for.
+            size += self._held_bytes
+            parts = [*self._take_held(), *parts]
+        self._queue.append(parts)
+        self._queued += size
+        self._ensure_writer()
+        if self._sleepers:
+            self._cv.notify_all()
+        if self._queued <= QUEUE_LIMIT:
+            return None
+        if on_loop:
+            return self._wait_below_limit_async()
+        flush_held()  # never wait while holding frames back
+        while self._queued > QUEUE_LIMIT and not self._broken and not self._fd_closed:
+            self._sleep(0.5)
+        return None
+
+    def _sleep(self, timeout: float | None = None) -> None:
+        """Under _lock: wait on _cv, counted in _sleepers so that senders know to notify."""
+        self._sleepers += 1
+        try:
+            self._cv.wait(timeout)
+        finally:
+            self._sleepers -= 1
+
+    def _take_held(self) -> list[Part]:
+        """Under _lock: the held frames' buffers, in order; nothing is held afterwards."""
         batch = [p for parts in self._held for p in parts]
         self._held.clear()
         self._held_bytes = 0
@@ -231,7 +296,7 @@ class FdLink(LinkBase):
         return batch
 
     def _flush_held(self) -> None:
-        with self._cv:
+        with self._lock:
             if self._holder != threading.get_ident() or not self._held:
                 return
             batch = self._take_held()
@@ -241,7 +306,7 @@ class FdLink(LinkBase):
         except LinkClosed:
             pass  # the next send says so
         finally:
-            with self._cv:
+            with self._lock:
                 self._writing = False
                 self._after_write()
 
@@ -258,8 +323,9 @@ class FdLink(LinkBase):
         return future
 
     def _after_write(self) -> None:
-        """Under _cv: wake the writer thread, blocked senders and loop waiters; close when due."""
-        self._cv.notify_all()
+        """Under _lock: wake the writer thread, blocked senders and loop waiters; close when due."""
+        if self._sleepers:
+            self._cv.notify_all()
         if self._queued <= QUEUE_LIMIT or self._broken or self._fd_closed:
             waiters, self._waiters = self._waiters, []
             for loop, future in waiters:
@@ -277,13 +343,13 @@ class FdLink(LinkBase):
 
     def _write_loop(self) -> None:
         while True:
-            with self._cv:
+            with self._lock:
                 while not self._queue or self._writing or self._held:
                     if self._fd_closed or (
                         self._send_closed and not self._queue and not self._writing and not self._held
                     ):
                         return
-                    self._cv.wait()
+                    self._sleep()
                 batch = list(self._queue)
                 self._queue.clear()
                 size = sum(sum(len(p) for p in parts) for parts in batch)
@@ -293,12 +359,12 @@ class FdLink(LinkBase):
             except LinkClosed:
                 pass
             finally:
-                with self._cv:
+                with self._lock:
                     self._writing = False
                     self._queued -= size
                     self._after_write()
 
-    def _write(self, parts: list[memoryview]) -> None:
+    def _write(self, parts: list[Part]) -> None:
         """Write every part, blocking; raises LinkClosed when the peer stopped reading."""
         if self._broken is not None or self._fd_closed:
             raise LinkClosed(f"{self.name}: {self._broken or 'closed'}")
@@ -310,17 +376,17 @@ class FdLink(LinkBase):
                     n -= len(parts[first])
                     first += 1
                 if n:
-                    parts[first] = parts[first][n:]
+                    parts[first] = memoryview(parts[first])[n:]  # a view: the rest is not copied
         except OSError as exc:  # EPIPE: the peer closed its end
             self._broken = exc.strerror or str(exc)
             raise LinkClosed(f"{self.name}: {self._broken}") from exc
 
     def close_send(self) -> None:
-        with self._cv:
+        with self._lock:
             self._send_closed = True
             if not self._queue and not self._writing and not self._held:
                 self._close_fd()
-            else:
+            elif self._sleepers:
                 self._cv.notify_all()
 
     def _close_fd(self) -> None:

@@ -137,7 +137,7 @@ async function route() {
 
 function sessionsPage() {
   const search = el("input", { type: "search", placeholder: "search name, id, client, server, upstream…", size: 40, "data-testid": "search" });
-  const mode = el("select", { "data-testid": "mode" }, ["", "record", "proxy", "call", "replay", "serve"].map((m) => el("option", { value: m }, m || "any mode")));
+  const mode = el("select", { "data-testid": "mode" }, ["", "record", "proxy", "call", "client", "replay", "serve"].map((m) => el("option", { value: m }, m || "any mode")));
   const status = el("select", { "data-testid": "status" }, ["", "running", "closed", "ok", "error", "interrupted", "lost"].map((s) => el("option", { value: s }, s || "any status")));
   const table = el("div", { class: "panel" }, el("p", { class: "muted" }, "Loading…"));
   fill(main, el("h1", {}, "Sessions"), el("div", { class: "toolbar" }, search, mode, status), table);
@@ -190,6 +190,9 @@ class Frames {
     this.methods = [""]; this.methodIndex = new Map([["", 0]]); this.kinds = cols.kinds; this.origins = cols.origins;
     this.seq = []; this.t = []; this.dir = []; this.kind = []; this.method = []; this.id = [];
     this.size = []; this.req = []; this.origin = [];
+    // A conversation's frames: seq is the frame's place in the conversation; sess (an index
+    // into its sessions) and sseq (the seq there) say where it was recorded.
+    this.sess = []; this.sseq = []; this.places = null;
     // seq -> position, and request seq -> position of its reply: typed arrays, -1 for none
     // (a Map of 100,000 entries took longer to build than everything else on the page).
     this.posOf = new Int32Array(1024).fill(-1); this.replyPos = new Int32Array(1024).fill(-1);
@@ -226,11 +229,20 @@ class Frames {
       this.kind.push(kindMap[cols.kind[i]]); this.method.push(map ? map[cols.method[i]] : this.intern(cols.method[i]));
       this.id.push(cols.id[i]); this.size.push(cols.size[i]); this.req.push(cols.req[i]);
       this.origin.push(originMap[cols.origin[i]]);
+      if (cols.sess) { this.sess.push(cols.sess[i]); this.sseq.push(cols.sseq[i]); }
       this.posOf[seq] = at;
       if (cols.req[i]) this.replyPos[cols.req[i]] = at;
       added++;
     }
     return added;
+  }
+  sessionOf(i) { return this.sess.length ? this.sess[i] : 0; }
+  recordedSeq(i) { return this.sseq.length ? this.sseq[i] : this.seq[i]; }
+  // The place in the conversation of seq `sseq` of session `sess` (a frame's pair is named so).
+  placeOf(sess, sseq) {
+    if (!this.sess.length) return sseq;
+    if (!this.places) { this.places = new Map(); for (let i = 0; i < this.length; i++) this.places.set(`${this.sess[i]}:${this.sseq[i]}`, this.seq[i]); }
+    return this.places.get(`${sess}:${sseq}`);
   }
   indexOfSeq(seq) { return seq >= 0 && seq < this.posOf.length && this.posOf[seq] >= 0 ? this.posOf[seq] : undefined; }
   replyOf(seq) { return seq < this.replyPos.length && this.replyPos[seq] >= 0 ? this.replyPos[seq] : undefined; }
@@ -248,6 +260,12 @@ class Frames {
 const LANES = ["operations", "client → server", "server → client", "server requests", "notifications", "stderr · events"];
 const LANE_H = 30, TOP = 8, LEFT = 118, AXIS = 22;
 
+// A conversation's timeline has a lane per session (its exchanges, and the frames that
+// are not requests), then its notifications and events.
+function conversationLanes(sessions) {
+  return ["operations", ...sessions.map((s) => `${s.replica ? s.replica + " · " : ""}${s.id.slice(0, 6)}`), "notifications", "stderr · events"];
+}
+
 class Timeline {
   constructor(canvas, page) {
     this.canvas = canvas; this.page = page; this.view = null; this.brush = null; this.drag = null; this.fit = true;
@@ -258,9 +276,11 @@ class Timeline {
     canvas.addEventListener("dblclick", () => this.reset());
     new ResizeObserver(() => this.draw()).observe(canvas);
   }
+  get lanes() { return this.page.many ? conversationLanes(this.page.sessions) : LANES; }
   extent() {
     const f = this.page.frames;
-    let end = f.length ? f.t[f.length - 1] : 1;
+    // The session's end is known before its last frames are read: the axis is whole at once.
+    let end = Math.max(f.length ? f.t[f.length - 1] : 1, this.page.end || 0);
     for (const e of this.page.events) end = Math.max(end, e.t);
     return [Math.min(0, f.length ? f.t[0] : 0), Math.max(end * 1.02, 1)];
   }
@@ -305,10 +325,11 @@ class Timeline {
     const g = canvas.getContext("2d"); g.setTransform(ratio, 0, 0, ratio, 0, 0);
     g.clearRect(0, 0, width, height); g.font = "11px system-ui, sans-serif";
     const [a, b] = this.view; const f = this.page.frames;
-    LANES.forEach((name, lane) => {
+    const lanes = this.lanes, many = this.page.many, notes = lanes.length - 2, eventsLane = lanes.length - 1;
+    lanes.forEach((name, lane) => {
       const y = TOP + lane * LANE_H;
       g.fillStyle = lane % 2 ? "#fafbfd" : "#f3f5f9"; g.fillRect(0, y, width, LANE_H);
-      g.fillStyle = "#5b6478"; g.fillText(name, 6, y + 18);
+      g.fillStyle = "#5b6478"; g.fillText(name.length > 18 ? name.slice(0, 17) + "…" : name, 6, y + 18);
     });
     const laneY = (lane) => TOP + lane * LANE_H;
     const visible = (t0, t1) => t1 >= a && t0 <= b;
@@ -331,23 +352,25 @@ class Timeline {
         const reply = f.replyOf(f.seq[i]);
         const t1 = reply === undefined ? end : f.t[reply];
         if (!visible(t, t1)) continue;
-        const lane = f.dir[i] === 0 ? 1 : 3;
+        const lane = many ? 1 + f.sess[i] : f.dir[i] === 0 ? 1 : 3;
         const x0 = clampX(t), x1 = Math.max(clampX(t1), x0 + 1.5);
         let color = "#4a86e8";
         if (reply === undefined) color = "#b0b6c2";
         else if (f.kinds[f.kind[reply]] === "error") color = "#d33a3a";
-        else if (lane === 3) color = f.origins[f.origin[reply]] === "proxy" ? "#8a4fd6" : "#239a5b";
-        const row = (f.seq[i] % 3) * 6;
-        if (x1 - x0 <= 2 && seen(lane * 8 + row, x0 | 0, color)) continue;
+        else if (f.dir[i] === 1) color = f.origins[f.origin[reply]] === "proxy" ? "#8a4fd6" : "#239a5b";
+        // In a conversation's lane, server requests take the lowest row, client requests the two above.
+        const row = many ? (f.dir[i] === 1 ? 12 : (f.seq[i] % 2) * 6) : (f.seq[i] % 3) * 6;
+        if (x1 - x0 <= 2 && seen(lane * 32 + row, x0 | 0, color)) continue;
         g.fillStyle = color;
         g.fillRect(x0, laneY(lane) + 5 + row, x1 - x0, 5);
       } else if (t >= a && t <= b) {
         const x = this.x(t, width);
         let lane, color, top = 6, h = 18;
-        if (name === "notification") { lane = 4; color = f.dir[i] === 0 ? "#9fb8e6" : "#d98a1c"; }
+        if (name === "notification") { lane = notes; color = f.dir[i] === 0 ? "#9fb8e6" : "#d98a1c"; }
+        else if (many) { lane = 1 + f.sess[i]; color = name === "error" || name === "malformed" ? "#d33a3a" : "#6c7a96"; top = 22; h = 6; }
         else if (f.dir[i] === 1) { lane = 2; color = name === "error" || name === "malformed" ? "#d33a3a" : "#6c7a96"; }
         else { lane = 1; color = "#6c7a96"; top = 22; h = 6; }
-        if (seen(lane * 8 + 7, x | 0, color)) continue;
+        if (seen(lane * 32 + 31, x | 0, color)) continue;
         g.fillStyle = color;
         g.fillRect(x, laneY(lane) + top, 1.5, h);
       }
@@ -355,7 +378,7 @@ class Timeline {
     for (const e of this.page.events) {
       if (e.t < a || e.t > b) continue;
       g.fillStyle = e.kind === "stderr" ? "#8b93a3" : e.kind === "error" ? "#d33a3a" : "#d98a1c";
-      g.fillRect(this.x(e.t, width), laneY(5) + 6, 1.5, 18);
+      g.fillRect(this.x(e.t, width), laneY(eventsLane) + 6, 1.5, 18);
     }
     for (const group of this.page.groups) {
       if (!visible(group.start, group.end)) continue;
@@ -367,7 +390,7 @@ class Timeline {
       if (x1 - x0 > 40) g.fillText(label, x0 + 2, laneY(0) + 27);
     }
     // The axis.
-    const axisY = TOP + LANES.length * LANE_H;
+    const axisY = TOP + lanes.length * LANE_H;
     g.fillStyle = "#5b6478"; g.strokeStyle = "#d5dae3";
     const step = niceStep((b - a) / 8);
     for (let t = Math.ceil(a / step) * step; t <= b; t += step) {
@@ -423,7 +446,8 @@ class FrameList {
       const kind = f.kindName(i);
       const latency = f.latency(i);
       const row = el("div", { class: `vrow${f.seq[i] === this.selected ? " sel" : ""}`, "data-seq": f.seq[i], style: `top:${r * ROW_H}px` },
-        el("span", { class: "c", style: "width:64px" }, `#${f.seq[i]}`),
+        this.page.many ? el("span", { class: "c tag", style: "width:58px", title: this.page.sessions[f.sess[i]].id }, this.page.sessions[f.sess[i]].id.slice(0, 6)) : null,
+        el("span", { class: "c", style: "width:64px" }, `#${f.recordedSeq(i)}`),
         el("span", { class: "c", style: "width:86px" }, `+${(f.t[i] / 1000).toFixed(3)}s`),
         el("span", { class: "dir" }, f.dir[i] === 0 ? "→" : "←"),
         el("span", { class: `c k-${kind}`, style: "width:96px" }, kind),
@@ -440,11 +464,17 @@ class FrameList {
 
 // -- a session: the page -------------------------------------------------------------------
 
+// A session's page paints from its first frames; the rest come in chunks of this many.
+const CHUNK = 25000;
+
 class SessionPage {
   constructor(ref, data) {
     this.ref = ref; this.data = data; this.frames = new Frames(data.frames); this.events = data.events;
-    this.groups = []; this.stats = { latency: [], tools: [] }; this.brush = null; this.filter = ""; this.following = true;
+    this.groups = []; this.stats = { latency: [], tools: [], conversations: [] }; this.brush = null; this.filter = ""; this.following = true;
     this.lastId = data.last_id; this.lastEventId = data.last_event_id; this.selectedSeq = null;
+    // A conversation: its frames come from several sessions (see Frames), whole and not live.
+    this.many = Boolean(data.conversation); this.sessions = data.sessions; this.end = data.end;
+    this.next = data.next; this.reading = data.next !== null && data.next !== undefined;
   }
   mount() {
     const s = this.data.session;
@@ -453,6 +483,7 @@ class SessionPage {
     const canvas = el("canvas", { class: "timeline", "data-testid": "timeline" });
     const zoomIn = el("button", { onclick: () => this.timeline.zoom(0.5), title: "zoom in (wheel)" }, "+");
     const zoomOut = el("button", { onclick: () => this.timeline.zoom(2), title: "zoom out (wheel)" }, "−");
+    if (this.many) canvas.style.height = `${TOP + conversationLanes(this.sessions).length * LANE_H + AXIS}px`;
     const fit = el("button", { onclick: () => this.timeline.reset(), title: "whole session (double-click)" }, "fit");
     const toBrush = el("button", { onclick: () => { if (this.brush) { this.timeline.view = [...this.brush]; this.timeline.fit = false; this.timeline.draw(); } } }, "zoom to selection");
     this.brushNote = el("span", { class: "muted", "data-testid": "brush" });
@@ -479,12 +510,34 @@ class SessionPage {
     });
     this.refilter(false);
     this.timeline.draw();
-    // Once the page has been painted: the server's work for them must not delay it.
-    requestAnimationFrame(() => setTimeout(() => this.loadStats()));
-    document.title = `mcptape · ${s.name || short(s.id)}`;
-    if (s.status === "running") this.goLive();
+    // Once the page has been painted: the rest of the frames, then what the server computes.
+    requestAnimationFrame(() => setTimeout(() => this.loadRest()));
+    document.title = `mcptape · ${this.many ? this.data.conversation.slice(0, 20) : s.name || short(s.id)}`;
+  }
+  async loadRest() {
+    try {
+      // The next chunk is asked for as soon as a chunk says where it goes on: the server reads
+      // it while this one is added and drawn.
+      const chunk = (after) => api(`/api/sessions/${encodeURIComponent(this.data.session.id)}/frames?after=${after}&limit=${CHUNK}`);
+      let pending = this.reading ? chunk(this.next) : null;
+      while (pending) {
+        const body = await pending;
+        if (state.session !== this) return;
+        this.next = body.next;
+        pending = body.next !== null && body.next !== undefined ? chunk(body.next) : null;
+        this.frames.append(body.frames);
+        this.scheduleRedraw();
+        await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve)));
+      }
+    } catch (error) { showError(this.statsBox, error); }
+    this.reading = false;
+    this.scheduleRedraw();
+    requestAnimationFrame(() => setTimeout(() => { window.__mcptapeLoaded = performance.now(); }));
+    this.loadStats();
+    if (!this.many && this.data.session.status === "running") this.goLive();
   }
   renderHeader() {
+    if (this.many) { this.renderConversationHeader(); return; }
     const s = this.data.session;
     const label = s.label;
     fill(this.header, 
@@ -494,12 +547,38 @@ class SessionPage {
         el("span", {}, el("b", {}, "client "), [s.client_name, s.client_version].filter(Boolean).join(" ") || "?"),
         el("span", {}, el("b", {}, "server "), [s.server_name, s.server_version].filter(Boolean).join(" ") || "?"),
         el("span", {}, el("b", {}, "revision "), s.protocol_version || "?"),
-        el("span", {}, el("b", {}, "frames "), String(this.frames.length)),
+        el("span", {}, el("b", {}, "frames "), String(Math.max(this.frames.length, this.data.last_seq || 0))),
         el("span", {}, el("b", {}, "started "), when(s.started_at)),
+        s.replica ? el("span", {}, el("b", {}, "replica "), s.replica) : null,
+        s.conversation_id ? el("a", { href: `#/s/${encodeURIComponent(s.conversation_id)}`, "data-testid": "conversation-link" }, "whole conversation") : null,
         s.replay_of ? el("a", { href: `#/compare?left=${s.replay_of}&right=${s.id}`, "data-testid": "compare-original" }, "compare with the original") : null,
         el("a", { href: `#/compare?left=${s.id}` }, "compare with…")),
       s.upstream ? el("div", { class: "mono muted" }, s.upstream) : null,
       s.error ? el("div", { class: "error" }, s.error) : null);
+  }
+  // How a frame is named to a person: #seq, and in a conversation the session's tag before it.
+  frameName(seq) {
+    const i = this.frames.indexOfSeq(seq);
+    if (!this.many || i === undefined) return `#${seq}`;
+    return `${this.sessions[this.frames.sess[i]].id.slice(0, 6)}#${this.frames.sseq[i]}`;
+  }
+  renderConversationHeader() {
+    const d = this.data;
+    fill(this.header,
+      el("h1", {}, "conversation ", el("span", { class: "mono muted" }, d.conversation)),
+      el("div", { class: "cards", "data-testid": "conversation-facts" },
+        el("span", {}, el("b", {}, "sessions "), String(this.sessions.length)),
+        el("span", {}, el("b", {}, "frames "), String(this.frames.length)),
+        d.stitched ? el("span", { class: "muted" }, "stitched from 2026-07-28 traffic: its exchanges, and the events of their sessions while they ran") : null,
+        // A conversation is read once: its sessions' own pages are the live ones.
+        this.sessions.some((s) => s.status === "running") ? el("span", { class: "muted", "data-testid": "not-live" }, "a session is still recording: reload for its new frames") : null),
+      el("table", { class: "grid", "data-testid": "conversation-sessions" },
+        el("thead", {}, el("tr", {}, ["lane", "session", "replica", "mode", "revision", "status", "started"].map((h) => el("th", {}, h)))),
+        el("tbody", {}, this.sessions.map((s) => el("tr", {},
+          el("td", { class: "mono" }, s.id.slice(0, 6)),
+          el("td", {}, el("a", { href: `#/s/${s.id}`, class: "mono" }, short(s.id)), s.name ? ` ${s.name}` : ""),
+          el("td", {}, s.replica || ""), el("td", {}, s.mode), el("td", { class: "mono" }, s.protocol_version || ""),
+          el("td", {}, badge(s.label, s.label === "running" ? "running" : undefined)), el("td", {}, when(s.started_at)))))));
   }
   setBrush(range) {
     this.brush = range;
@@ -516,14 +595,18 @@ class SessionPage {
     const rows = [];
     for (let i = 0; i < this.frames.length; i++) if (this.matches(i)) rows.push(i);
     this.list.setRows(rows, keepScroll);
-    this.count.textContent = `${rows.length.toLocaleString()} of ${this.frames.length.toLocaleString()} frames`;
+    const reading = this.reading ? ` · reading frames up to #${(this.data.last_seq || 0).toLocaleString()}…` : "";
+    this.count.textContent = `${rows.length.toLocaleString()} of ${this.frames.length.toLocaleString()} frames${reading}`;
   }
   async loadStats() {
     // After the first paint: the page is usable while these are read.
     try {
-      const stats = await api(`/api/sessions/${encodeURIComponent(this.ref)}/stats`);
+      const ref = this.many ? this.data.conversation : this.data.session.id;
+      const stats = await api(`/api/sessions/${encodeURIComponent(ref)}/stats`);
       this.stats = stats; this.groups = stats.groups;
-      this.renderStats(); this.timeline.draw();
+      // What the first frames did not say of the handshake: the header fills in.
+      for (const [key, value] of Object.entries(stats.facts || {})) this.data.session[key] = this.data.session[key] || value;
+      this.renderHeader(); this.renderStats(); this.timeline.draw();
     } catch (error) { showError(this.statsBox, error); }
   }
   renderStats() {
@@ -554,19 +637,33 @@ class SessionPage {
           el("tbody", {}, this.groups.map((g) => el("tr", {},
             el("td", { class: "mono" }, g.label), el("td", {}, g.kind === "task" ? "task polls" : "input_required rounds"),
             el("td", { class: "num" }, g.steps), el("td", { class: "num" }, ms(g.duration_ms)),
-            el("td", { class: "mono" }, g.seqs.map((seq) => el("a", { href: `#/s/${encodeURIComponent(this.ref)}/f/${seq}` }, `#${seq} `)))))))] : null,
+            el("td", { class: "mono" }, g.seqs.map((seq) => el("a", { href: `#/s/${encodeURIComponent(this.ref)}/f/${seq}` }, `${this.frameName(seq)} `)))))))] : null,
+      this.stats.conversations && this.stats.conversations.length ? [el("h2", {}, "Conversations in this session"),
+        el("ul", { "data-testid": "conversations" }, this.stats.conversations.map((c) => el("li", {},
+          el("a", { href: `#/s/${encodeURIComponent(c.id)}`, class: "mono" }, c.id), ` · ${c.exchanges} exchange${c.exchanges === 1 ? "" : "s"} here`)))] : null,
       this.events.length ? [el("h2", {}, `stderr and process events (${this.events.length})`),
         el("pre", { class: "panel mono", style: "max-height:220px;overflow:auto;margin:0", "data-testid": "events" },
-          this.events.slice(-2000).map((e) => `+${(e.t / 1000).toFixed(3)}s ${e.kind.padEnd(14)} ${e.text}\n`).join(""))] : null);
+          this.events.slice(-2000).map((e) => `+${(e.t / 1000).toFixed(3)}s ${this.many ? this.sessions[e.sess].id.slice(0, 6) + " " : ""}${e.kind.padEnd(14)} ${e.text}\n`).join(""))] : null);
   }
   async select(seq) {
     this.list.selected = seq; this.list.render();
     if (seq === null || Number.isNaN(seq)) return;
     const index = this.frames.indexOfSeq(seq);
     if (index !== undefined) { const row = this.list.rows.indexOf(index); if (row >= 0) this.list.scrollTo(row); }
+    // A conversation's frame is read from the session that recorded it, by its seq there.
+    const sess = index === undefined ? 0 : this.frames.sessionOf(index);
+    const sessionId = this.sessions[sess].id;
+    const recorded = index === undefined ? seq : this.frames.recordedSeq(index);
+    if (this.many && index === undefined) { fill(this.detailBox, el("p", { class: "muted" }, `No frame #${seq} in this conversation.`)); return; }
     try {
-      const frame = await api(`/api/sessions/${encodeURIComponent(this.ref)}/frames/${seq}`);
-      fill(this.detailBox, frameDetail(frame, this.ref));
+      const frame = await api(`/api/sessions/${sessionId}/frames/${recorded}`);
+      const pair = frame.pair ? this.frames.placeOf(sess, frame.pair) : null;
+      fill(this.detailBox, frameDetail(frame, {
+        bytes: `/api/sessions/${sessionId}/frames/${recorded}/bytes`,
+        pair: pair ? `#/s/${encodeURIComponent(this.ref)}/f/${pair}` : null,
+        session: this.many ? sessionId : null,
+        recordedIn: sessionId, recordedSeq: recorded,
+      }));
     } catch (error) { showError(this.detailBox, error); }
   }
   goLive() {
@@ -627,7 +724,7 @@ function tree(value, key, depth = 0) {
   return details;
 }
 
-function frameDetail(frame, ref) {
+function frameDetail(frame, links) {
   let parsed = null;
   if (frame.is_text && !frame.text_cut) { try { parsed = JSON.parse(frame.text); } catch { parsed = null; } }
   const copy = (text, button) => {
@@ -635,7 +732,7 @@ function frameDetail(frame, ref) {
     if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(text).then(done, () => {});
     else { const area = el("textarea", {}, text); document.body.append(area); area.select(); document.execCommand("copy"); area.remove(); done(); }
   };
-  const pairLink = frame.pair ? el("a", { href: `#/s/${encodeURIComponent(ref)}/f/${frame.pair}`, "data-testid": "pair" }, frame.kind === "request" ? `answered by #${frame.pair}` : `answers #${frame.pair}`) : null;
+  const pairLink = links.pair ? el("a", { href: links.pair, "data-testid": "pair" }, frame.kind === "request" ? `answered by #${frame.pair}` : `answers #${frame.pair}`) : null;
   const callButton = el("button", {}, "copy");
   if (frame.call) callButton.addEventListener("click", () => copy(frame.call, callButton));
   return el("div", { "data-testid": "frame-detail" },
@@ -644,8 +741,10 @@ function frameDetail(frame, ref) {
       el("span", {}, frame.direction === "c2s" ? "client → server" : "server → client"),
       el("span", {}, `from ${frame.origin}`), el("span", {}, `+${(frame.t / 1000).toFixed(3)} s`),
       el("span", {}, bytes(frame.size)), pairLink,
-      el("a", { href: `/api/sessions/${encodeURIComponent(ref)}/frames/${frame.seq}/bytes`, download: "" }, "download bytes")),
-    frame.call ? [el("h2", {}, "as a command"), el("pre", { "data-testid": "call-command" }, frame.call), callButton] : null,
+      links.session ? el("a", { href: `#/s/${links.session}`, class: "mono", "data-testid": "frame-session" }, `session ${short(links.session)}`) : null,
+      el("a", { href: links.bytes, download: "" }, "download bytes")),
+    frame.call ? [el("h2", {}, "as a command"), el("pre", { "data-testid": "call-command" }, frame.call), callButton,
+      " ", el("a", { href: `/client?${new URLSearchParams({ session: links.recordedIn, seq: links.recordedSeq })}`, "data-testid": "resend" }, "edit and resend in the client")] : null,
     parsed !== null ? [el("h2", {}, "message"), el("div", { class: "tree", "data-testid": "json-tree" }, tree(parsed))] : null,
     el("h2", {}, frame.is_text ? "exact text" : "exact bytes (not UTF-8: hex)"),
     frame.is_text ? el("pre", { "data-testid": "exact-bytes" }, frame.text, frame.text_cut ? "\n… (cut: download the bytes for the whole frame)" : "")
