@@ -147,8 +147,8 @@ def test_har_puts_progress_and_the_answer_on_their_post_and_get_stream_frames_on
 def test_without_the_otel_extra_otlp_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
     from mcptape.cli.main import cli
 
-    # as if mcptape[otel] were not installed: importing the SDK fails
-    monkeypatch.setitem(sys.modules, "opentelemetry.sdk", None)
+    # as if mcptape[otel] were not installed: importing opentelemetry-proto fails
+    monkeypatch.setitem(sys.modules, "opentelemetry.proto", None)
     result = CliRunner().invoke(cli, ["export", "last", "--otlp", "http://localhost:4318"])
     assert result.exit_code == 2
     assert result.output.count("\n") == 1
@@ -165,7 +165,7 @@ def test_otlp_refuses_what_is_not_a_receivers_url() -> None:
 def test_call_says_a_missing_extra_in_one_line_with_its_usage_status(monkeypatch: pytest.MonkeyPatch) -> None:
     from mcptape.cli.main import cli
 
-    monkeypatch.setitem(sys.modules, "opentelemetry.sdk", None)
+    monkeypatch.setitem(sys.modules, "opentelemetry.proto", None)
     result = CliRunner().invoke(cli, ["call", "-m", "ping", "--otlp", "http://localhost:4318", "--", "true"])
     assert (result.exit_code, result.output.count("\n")) == (1, 1)
     assert "mcptape[otel]" in result.output

@@ -274,3 +274,44 @@ def test_span_kind_is_the_side_mcptape_plays(db_path: Path, mode: str, c2s_kind:
     assert (spans["tools/list"].kind, spans["roots/list"].kind) == (c2s_kind, s2c_kind)
     metric = "mcp.server.operation.duration" if mode == "serve" else "mcp.client.operation.duration"
     assert [a["mcp.method.name"] for a, _ in receiver.histogram(metric)] == ["tools/list"]
+
+
+def test_a_burst_of_thousands_of_exchanges_is_exported_whole_to_a_receiver_that_keeps_up() -> None:
+    receiver = OtlpReceiver()
+    n = 5000  # 10,000 frames: more than the queue held when spans were made with the SDK
+
+    async def scenario() -> OtlpSink:
+        url = await receiver.start()
+        sink = OtlpSink(url)  # the default bounds and batches
+        otlp = OtlpExporter(sink, flush_wait=5.0)
+        client, server = memory_pair(exit_code=0)
+        context = SessionContext(None, "record", "stdio->stdio", "test-server")
+        relay = asyncio.ensure_future(Relay(client, server, AddonManager([otlp]), context, grace=0.2).run())
+        await asyncio.sleep(0)  # the relay's links start receiving (as Session.start waits)
+        await asyncio.sleep(0)
+
+        async def answer() -> None:
+            for _ in range(n):
+                request = json.loads(await server.peer.next())
+                await server.peer.send(msg(id=request["id"], result={"content": []}))
+
+        answering = asyncio.ensure_future(answer())
+        for i in range(n):  # pipelined: every request is sent before the first answer is read
+            await client.peer.send(msg(id=i, method="tools/call", params={"name": "echo"}))
+        for _ in range(n):
+            await client.peer.next()
+        await answering
+        client.peer.close()
+        await relay  # the end of the session waits for the export to finish (at most 5 s)
+        assert otlp.flushed is True
+        await receiver.close()
+        return sink
+
+    sink = asyncio.run(asyncio.wait_for(scenario(), 120))
+    assert (sink.dropped, sink.unsent, sink.failure) == (0, 0, None)
+    calls = receiver.named("tools/call echo")
+    assert sorted(int(s.attributes["jsonrpc.request.id"]) for s in calls) == list(range(n))
+    assert len({s.span_id for s in calls}) == n and len({s.trace_id for s in calls}) == n
+    assert all(s.kind == CLIENT and s.end_ns >= s.start_ns for s in calls)
+    [(attrs, point)] = receiver.histogram("mcp.client.operation.duration")
+    assert attrs["gen_ai.tool.name"] == "echo" and point.count == n

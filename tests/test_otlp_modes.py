@@ -203,5 +203,17 @@ def test_proxy_exports_each_gateway_sessions_exchanges(tmp_path: Path) -> None:
     assert (call.kind, call.trace_id, call.parent_span_id) == (CLIENT, TRACE_ID, PARENT_ID)
     assert call.attributes["mcptape.mode"] == "proxy"
     assert call.attributes["network.transport"] == "pipe"  # the hop to the stdio upstream
-    assert call.attributes["mcp.session.id"] == session_id
+    # The session id the gateway minted is a credential: the span names the session by the
+    # placeholder its recording holds for it (queryable there), never by the id itself.
+    with sqlite3.connect(tmp_path / "rec.db") as conn:
+        recorded = {
+            sid
+            for (sid,) in conn.execute(
+                "select json_extract(meta, '$.headers.\"mcp-session-id\"') from frames "
+                "where json_extract(meta, '$.headers.\"mcp-session-id\"') is not null"
+            )
+        }
+    assert recorded == {call.attributes["mcp.session.id"]}
+    assert call.attributes["mcp.session.id"].startswith("«redacted:")
+    assert session_id not in json.dumps([s.attributes for s in receiver.spans])
     assert receiver.named("prompts/get no-such-prompt")[0].attributes["error.type"].startswith("-32")

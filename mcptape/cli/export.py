@@ -136,12 +136,13 @@ def _write_format(out: IO[str], fmt: str, conn: Any, row: Any, frames: Any) -> i
 
 
 def _to_receiver(conn: Any, row: Any, url: str) -> None:
-    from mcptape.telemetry.pipeline import EXPORT_LOG, OtlpHttp
+    from mcptape.telemetry.pipeline import OtlpHttp
     from mcptape.telemetry.recorded import export_session
 
-    count, ok = export_session(conn, row, OtlpHttp(url))
+    destination = OtlpHttp(url)
+    count, ok = export_session(conn, row, destination)
     if not ok:
-        why = EXPORT_LOG.last or "it did not accept them"
+        why = destination.failure or "it did not accept them"
         raise UserError(
             f"the OTLP receiver at {url} did not take the spans of session {row['id'][:12]}: {why}"
         )

@@ -12,14 +12,19 @@ The pieces, from the frames to the wire:
   (by direction and id), on the exporter's thread;
 - :mod:`~mcptape.telemetry.sink` is the bounded queue and the thread behind
   ``--otlp URL`` (the :class:`~mcptape.proxy.addons.otlp.OtlpExporter` addon feeds it);
-- :mod:`~mcptape.telemetry.pipeline` turns operations into spans and histograms with
-  the OpenTelemetry SDK and exports them (OTLP/HTTP, or OTLP JSON lines to a file);
+- :mod:`~mcptape.telemetry.pipeline` turns operations into spans
+  (:mod:`~mcptape.telemetry.spans`, their parent from
+  :mod:`~mcptape.telemetry.tracecontext`) and histograms
+  (:mod:`~mcptape.telemetry.histograms`), OTLP protobuf messages with
+  :mod:`~mcptape.telemetry.resource`, and exports them (OTLP/HTTP,
+  :mod:`~mcptape.telemetry.otlp_http`, or OTLP JSON lines to a file);
 - :mod:`~mcptape.telemetry.recorded` does the same from a recording (``mcptape export
   --format otlp``).
 
-Only ``pipeline`` imports OpenTelemetry (the optional extra ``mcptape[otel]``), and only
-on the exporter's thread or in ``export``: ``mcptape --help`` and a session without
-``--otlp`` never load it.
+OpenTelemetry's protobuf messages (``opentelemetry-proto``, the optional extra
+``mcptape[otel]``) are imported by ``pipeline`` and the modules it loads, only on the
+exporter's thread or in ``export``: ``mcptape --help`` and a session without ``--otlp``
+never load them. The OpenTelemetry SDK is not used: its spans cost too much for a burst.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ INSTALL_HINT = "pip install 'mcptape[otel]'"
 
 
 def missing_packages() -> str | None:
-    """None when the OpenTelemetry packages are installed, else a one-line sentence saying what to do."""
-    for module in ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http", "opentelemetry.proto"):
+    """None when opentelemetry-proto is installed, else a one-line sentence saying what to do."""
+    for module in ("opentelemetry.proto", "google.protobuf"):
         try:
             found = importlib.util.find_spec(module) is not None
         except (ImportError, ValueError):  # a parent package is missing (or blocked)

@@ -30,6 +30,10 @@ the JSON-RPC error code as text (``-32601``); ``tool_error`` for a tool result w
 error without an integer code. A session's ``error.type`` is its status when it ended
 ``error`` or ``interrupted``.
 
+``mcp.session.id`` is the HTTP session's ``Mcp-Session-Id`` as the frames' metadata
+holds it (a placeholder: a session id is a credential, see :mod:`mcptape.redact`), else
+the recording's id.
+
 mcptape's own attributes: ``mcptape.session.id`` (the recording: ``mcptape show ID``),
 ``mcptape.mode``, ``mcptape.answered_by`` (``server``, ``client`` or ``proxy``).
 
@@ -195,7 +199,13 @@ def _shared(op: Operation) -> dict[str, Any]:
 
 def span_attributes(op: Operation) -> dict[str, Any]:
     """Every attribute of the operation's span."""
-    attrs = _shared(op)
+    return attributes(op)[0]
+
+
+def attributes(op: Operation) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The attributes of the operation's span, and of its histogram point (a part of them)."""
+    shared = _shared(op)
+    attrs = dict(shared)
     request_id = id_attribute(op.rpc_id)
     if request_id is not None:
         attrs["jsonrpc.request.id"] = request_id
@@ -211,7 +221,7 @@ def span_attributes(op: Operation) -> dict[str, Any]:
         attrs["mcptape.mode"] = session.mode
     if op.answered_by is not None:
         attrs["mcptape.answered_by"] = op.answered_by
-    return attrs
+    return attrs, shared
 
 
 def metric_attributes(op: Operation) -> dict[str, Any]:

@@ -85,15 +85,33 @@ class Pairing:
     ) -> list[Operation]:
         """The operations a frame completes. ``frame`` None: its bytes were not kept (too
         much was waiting), so only what the relay had classified is known."""
-        self._learn(frame.meta if frame is not None else None)
+        if frame is None:
+            return self.seen(None, None, None, kind, direction, method, rpc_id, ts, origin)
         msg: Any = None
-        if frame is not None and kind != "malformed":
+        if kind != "malformed":
             msg = frame.message if frame.size <= KEEP_PARSED_BYTES else slim(frame.data)
+        return self.seen(frame.data, msg, frame.meta, kind, direction, method, rpc_id, ts, origin)
+
+    def seen(
+        self,
+        data: bytes | None,
+        msg: Any,
+        meta: dict[str, Any] | None,
+        kind: str,
+        direction: str,
+        method: str | None,
+        rpc_id: str | None,
+        ts: float,
+        origin: str,
+    ) -> list[Operation]:
+        """:meth:`frame` given the frame's bytes and its parsed (or slimmed) value: the
+        operations it completes."""
+        self._learn(meta)
         if kind == "batch":
-            if frame is None or not isinstance(msg, list) or frame.size > KEEP_PARSED_BYTES:
+            if data is None or not isinstance(msg, list) or len(data) > KEEP_PARSED_BYTES:
                 return []
             done: list[Operation] = []
-            for item, c in zip(msg, classify_batch(frame.data), strict=False):
+            for item, c in zip(msg, classify_batch(data), strict=False):
                 done.extend(self._one(item, c.kind, direction, c.method, c.rpc_id, ts, origin))
             return done
         return self._one(msg, kind, direction, method, rpc_id, ts, origin)

@@ -106,12 +106,20 @@ class OtlpExporter:
         parts = []
         if dropped:
             parts.append(f"{dropped} frames were not exported (the export queue was full)")
+        waiting = sink.waiting if self.flushed is False else 0
         if self.flushed is False:
-            parts.append(f"the export did not finish within {self.flush_wait:g} s")
+            parts.append(
+                f"the export did not finish within {self.flush_wait:g} s ({waiting} frames still waiting)"
+            )
         if last and sink.unsent:
             parts.append(f"{sink.unsent} spans were not accepted ({sink.failure or 'no answer'})")
         text = f"OTLP export to {sink.url}: " + "; ".join(parts)
         say(text)
         if self.recorder is not None:
-            data = {"url": sink.url, "dropped_frames": dropped, "unsent_spans": sink.unsent if last else None}
+            data = {
+                "url": sink.url,
+                "dropped_frames": dropped,
+                "unsent_spans": sink.unsent if last else None,
+                "waiting_frames": waiting,
+            }
             self.recorder.event(session, "otlp_dropped", text, data)
