@@ -44,9 +44,9 @@ def server_command(
         raise UserError(
             "no server to replay against: give its command after --, --url URL or --upstream NAME"
         )
-    from mcptape.cli.record import _upstream_command
+    from mcptape.cli.upstream_args import upstream_command
 
-    return _upstream_command(command, upstream, config_path)
+    return upstream_command(command, upstream, config_path)
 
 
 def upstream_options(func: Any) -> Any:
@@ -102,10 +102,10 @@ def remote_server(
     config_path: str | None,
 ) -> tuple[str, Any, str] | None:
     """(redacted URL, link factory, transport) for --url or a remote --upstream entry; None for a command."""
-    from mcptape.cli.record import _remote_upstream
+    from mcptape.cli.upstream_args import remote_upstream
 
     command = tuple(ctx.meta.get(COMMAND_KEY, ()))
-    remote = _remote_upstream(url, transport, header_flags, command, upstream, config_path)
+    remote = remote_upstream(url, transport, header_flags, command, upstream, config_path)
     if remote is None and (transport is not None or header_flags):
         raise UserError("--transport and --header apply to a remote server: give --url URL")
     if remote is None:

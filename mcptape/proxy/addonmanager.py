@@ -17,11 +17,10 @@ import asyncio
 import difflib
 import inspect
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcptape.proxy.flow import Flow
-from mcptape.proxy.hooks import ALL_HOOKS, HOOKS, Hook
+from mcptape.proxy.hooks import ALL_HOOKS, HOOKS, Hook, Outcome, SessionContext
 from mcptape.terminal import say
 
 __all__ = ["AddonError", "AddonManager", "Flow", "Outcome", "SessionContext"]
@@ -29,37 +28,6 @@ __all__ = ["AddonError", "AddonManager", "Flow", "Outcome", "SessionContext"]
 
 class AddonError(Exception):
     """An addon is malformed (a method that looks like a misspelled hook, an async sync-only hook)."""
-
-
-@dataclass
-class SessionContext:
-    """What addons know about the session being relayed."""
-
-    session_id: str | None
-    mode: str
-    transport: str
-    upstream: str
-    name: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Outcome:
-    """How a session ended.
-
-    ``status``: ``ok`` (the server ended the session cleanly), ``closed`` (the client
-    left and the server was shut down), ``error`` (the server died or failed),
-    ``interrupted`` (a signal stopped mcptape). ``exit_code`` is the server process's
-    returncode where there is one (negative: killed by that signal). ``ended_by``:
-    ``server``, ``client`` or ``signal``. ``stopped_by_us``: mcptape had to signal the
-    server (it did not exit on its own after its stdin closed).
-    """
-
-    status: str
-    exit_code: int | None = None
-    error: str | None = None
-    ended_by: str = "server"
-    stopped_by_us: bool = False
 
 
 HookFn = Callable[..., Any]

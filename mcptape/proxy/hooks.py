@@ -12,12 +12,42 @@ The manager refuses an addon with a public method whose name is a near miss of a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from mcptape.proxy.addonmanager import Outcome, SessionContext
     from mcptape.proxy.flow import Flow
+
+
+@dataclass
+class SessionContext:
+    """What addons know about the session being relayed."""
+
+    session_id: str | None
+    mode: str
+    transport: str
+    upstream: str
+    name: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    """How a session ended.
+
+    ``status``: ``ok`` (the server ended the session cleanly), ``closed`` (the client
+    left and the server was shut down), ``error`` (the server died or failed),
+    ``interrupted`` (a signal stopped mcptape). ``exit_code`` is the server process's
+    returncode where there is one (negative: killed by that signal). ``ended_by``:
+    ``server``, ``client`` or ``signal``. ``stopped_by_us``: mcptape had to signal the
+    server (it did not exit on its own after its stdin closed).
+    """
+
+    status: str
+    exit_code: int | None = None
+    error: str | None = None
+    ended_by: str = "server"
+    stopped_by_us: bool = False
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import orjson
 from aiohttp import web
 
-from mcptape.view.app import VIEWER, Viewer, error
+from mcptape.view.viewer import VIEWER, Viewer, error
 
 if TYPE_CHECKING:
     from mcptape.store.targets import Target

@@ -35,8 +35,9 @@ import orjson
 from aiohttp import web
 
 from mcptape.view.api import HEARTBEAT_S, blocking, dumps, json
-from mcptape.view.app import STATIC_DIR, VIEWER, Viewer, build_app, error
+from mcptape.view.app import STATIC_DIR, build_app
 from mcptape.view.clients import ClientHub, PageClient, Refused
+from mcptape.view.viewer import VIEWER, Viewer, error
 
 HUB: Final = web.AppKey("client_hub", ClientHub)
 PREFIX: Final = "/api/client/"
