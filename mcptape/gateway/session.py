@@ -167,4 +167,8 @@ class StreamableSessions:
             or gateway_session.name != name
         ):
             return http_error(404, self.manager.unknown(sid, name))
+        if not gateway_session.link.taking:
+            # Its upstream died (or it is ending): a POST is told so; a GET or a DELETE too,
+            # not a stream that ends at once.
+            return http_error(404, "the session is closing")
         return gateway_session

@@ -256,6 +256,11 @@ class LoopSideLink(LinkBase):
         """Whether the relay has started this link (a frame may be delivered)."""
         return self._deliver is not None
 
+    @property
+    def taking(self) -> bool:
+        """Whether a frame from the peer is still delivered (started, and the session not ending)."""
+        return self._receiving and self._deliver is not None
+
     async def _receive(self, frame: Frame) -> None:
         """Deliver a frame from the peer to the relay, waiting while it asks (back-pressure)."""
         if not self._receiving or self._deliver is None:
