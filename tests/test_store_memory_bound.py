@@ -38,6 +38,33 @@ def test_writers_share_one_bound_for_the_process(monkeypatch: pytest.MonkeyPatch
         second.release()
 
 
+class _Holding:
+    held_bytes = 0
+
+
+def test_a_writer_alone_is_bound_by_its_own_count_and_by_the_sum_once_another_holds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(held, "PROCESS_MAX_BYTES", BOUND)
+    writer = Backlog(10.0, 64 << 20)  # its own limit far above the process's bound
+    other = _Holding()
+    try:
+        writer.queued(BOUND + 1, frame=True)
+        assert writer.over_limit  # alone: its own count is the process's
+        writer.committed(1, BOUND + 1, 1)
+        writer.queued(BOUND // 2 + 1, frame=True)
+        assert not writer.over_limit
+        HELD.hold(other)  # a recorder still waiting for its store, say
+        other.held_bytes = BOUND // 2 + 1
+        assert writer.over_limit and not writer.under_half()
+        HELD.let_go(other)
+        assert not writer.over_limit
+    finally:
+        HELD.let_go(other)
+        writer.release()
+    assert HELD.bytes == 0
+
+
 def test_twenty_gateway_sessions_under_a_locked_database_hold_one_bound_of_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -166,7 +166,11 @@ class Backlog:
         waiting = self._queued_bytes - self._done_bytes
         if self._yielding:
             return waiting - self._yielding > self.max_bytes
-        return waiting > self.max_bytes or HELD.over or (not self._locked_out and self.lag() > self.max_lag)
+        return (
+            waiting > self.max_bytes
+            or HELD.over_with(self, waiting)
+            or (not self._locked_out and self.lag() > self.max_lag)
+        )
 
     def under_half(self) -> bool:
         """Whether producers held back may go on (hysteresis: under half of both limits)."""
@@ -174,7 +178,8 @@ class Backlog:
             return True
         if self._yielding:
             return self._queued_bytes - self._done_bytes - self._yielding <= self.max_bytes // 2
-        under_bytes = self._queued_bytes - self._done_bytes <= self.max_bytes // 2 and HELD.under_half
+        waiting = self._queued_bytes - self._done_bytes
+        under_bytes = waiting <= self.max_bytes // 2 and HELD.under_half_with(self, waiting)
         return under_bytes and (self._locked_out or self.lag() <= self.max_lag / 2)
 
     def wait_below_limit(self, timeout: float | None = None) -> bool:

@@ -31,13 +31,23 @@ class Held:
 
     def __init__(self) -> None:
         self._holders: list[Holder] = []
+        # The only holder, when there is one alone (a ``record``: its writer): it then
+        # needs no sum (see over_with). May be stale after racing changes; over_with
+        # trusts it only beside a list that holds one holder, which then is this one.
+        self._sole: Holder | None = None
 
     def hold(self, holder: Holder) -> None:
         self._holders.append(holder)
+        self._sole = self._alone()
 
     def let_go(self, holder: Holder) -> None:
         with contextlib.suppress(ValueError):
             self._holders.remove(holder)
+        self._sole = self._alone()
+
+    def _alone(self) -> Holder | None:
+        holders = list(self._holders)
+        return holders[0] if len(holders) == 1 else None
 
     @property
     def bytes(self) -> int:
@@ -49,6 +59,19 @@ class Held:
 
     @property
     def under_half(self) -> bool:
+        return self.bytes <= PROCESS_MAX_BYTES // 2
+
+    def over_with(self, holder: Holder, own: int) -> bool:
+        """``over``, asked by ``holder`` (holding, ``own`` bytes): while it holds alone, its
+        own count is the sum, and no other holder is asked (this runs for every frame)."""
+        if self._sole is holder and len(self._holders) == 1:
+            return own > PROCESS_MAX_BYTES
+        return self.bytes > PROCESS_MAX_BYTES
+
+    def under_half_with(self, holder: Holder, own: int) -> bool:
+        """``under_half``, asked by ``holder`` as :meth:`over_with` is."""
+        if self._sole is holder and len(self._holders) == 1:
+            return own <= PROCESS_MAX_BYTES // 2
         return self.bytes <= PROCESS_MAX_BYTES // 2
 
 

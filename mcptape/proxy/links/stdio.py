@@ -227,8 +227,14 @@ class FdLink(LinkBase):
     # -- sending ------------------------------------------------------------------
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:
-        parts = line_parts(frame, self._event)
-        data = parts[0]
+        data: Part = frame.data
+        parts: list[Part]
+        if b"\n" in frame.data:
+            parts = line_parts(frame, self._event)
+            data = parts[0]
+        else:  # line_parts, inline for the common case (a line already): this runs for every frame
+            meta = frame.meta
+            parts = [data] if meta is not None and meta.get("eol") is False else [data, b"\n"]
         me = threading.get_ident()
         with self._lock:
             if self._broken is not None or self._send_closed:
