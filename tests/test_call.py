@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.paths import MCPTAPE, ROOT, everything_server_cmd
+from tests.helpers.paths import MCPTAPE, ROOT, require_everything
 
 pytestmark = pytest.mark.slow
 
@@ -22,9 +22,7 @@ REMOTE_USAGE_ERROR = (["-m", "ping", "--url", "ftp://127.0.0.1/mcp"], "is not an
 
 
 def everything() -> list[str]:
-    cmd = everything_server_cmd()
-    if cmd is None:
-        pytest.skip("server-everything is not installed (cd tests/npm && npm ci)")
+    cmd = require_everything()
     return cmd
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.http_servers import ENTRY, free_port, stop, wait_for_port
-from tests.helpers.paths import MCPTAPE
+from tests.helpers.paths import MCPTAPE, require_everything
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +27,8 @@ pytestmark = pytest.mark.slow
 def _start(port: int, transport: str) -> subprocess.Popen[bytes]:
     node = shutil.which("node")
     if node is None or not ENTRY.exists():
-        pytest.skip("server-everything is not installed (cd tests/npm && npm ci)")
+        require_everything()  # skips, or fails under CI
+        raise AssertionError("node or the server's entry point is missing though server-everything was found")
     env = {**os.environ, "PORT": str(port)}
     return subprocess.Popen(
         [node, str(ENTRY), transport], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -19,7 +19,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.helpers.browser import browser, screenshot  # noqa: F401 (a fixture)
-from tests.helpers.paths import everything_server_cmd
+from tests.helpers.paths import everything_server_cmd, require_everything
 from tests.helpers.viewer_proc import ViewerProcess
 
 pytestmark = pytest.mark.slow
@@ -30,8 +30,7 @@ WAIT = 30_000
 
 @pytest.fixture(scope="module")
 def viewer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ViewerProcess]:
-    if EVERYTHING is None:
-        pytest.skip("server-everything is not installed (cd tests/npm && npm ci)")
+    require_everything()
     where = tmp_path_factory.mktemp("client")
     config = where / "servers.json"
     config.write_text(

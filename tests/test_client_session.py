@@ -11,7 +11,7 @@ import pytest
 
 from mcptape.client.errors import ConnectError
 from mcptape.client.session import CallSession, SessionOptions, Target
-from tests.helpers.paths import ROOT, everything_server_cmd
+from tests.helpers.paths import ROOT, require_everything
 
 pytestmark = pytest.mark.slow
 
@@ -19,9 +19,7 @@ PAGED = [sys.executable, str(ROOT / "tests" / "servers" / "paged.py")]
 
 
 def _everything() -> list[str]:
-    cmd = everything_server_cmd()
-    if cmd is None:
-        pytest.skip("server-everything is not installed (cd tests/npm && npm ci)")
+    cmd = require_everything()
     return cmd
 
 

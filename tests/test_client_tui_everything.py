@@ -14,7 +14,7 @@ import pytest
 
 from mcptape.client.interactive import Interactive
 from mcptape.client.session import Target
-from tests.helpers.paths import everything_server_cmd
+from tests.helpers.paths import everything_server_cmd, require_everything
 from tests.helpers.tui import choose, driving, outcome, save, type_into, until
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
@@ -31,8 +31,7 @@ async def test_a_person_drives_server_everything_from_the_terminal(db_path: Path
 
     from mcptape.tui.dialogs import QuestionScreen
 
-    if EVERYTHING is None:
-        pytest.skip("server-everything is not installed (cd tests/npm && npm ci)")
+    require_everything()
     interactive = Interactive(
         Target("everything", argv=EVERYTHING, name="everything"), lambda n, d: None, db=str(db_path)
     )

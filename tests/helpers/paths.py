@@ -22,3 +22,19 @@ def everything_server_cmd() -> list[str] | None:
     if node and entry.exists():
         return [node, str(entry), "stdio"]
     return None
+
+
+def require_everything() -> list[str]:
+    """:func:`everything_server_cmd`, or the test skipped when it is not installed (failed under
+    CI, where scripts/test installs it: nothing may be skipped there)."""
+    import os
+
+    import pytest
+
+    cmd = everything_server_cmd()
+    if cmd is not None:
+        return cmd
+    reason = "server-everything is not installed (cd tests/npm && npm ci)"
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}: CI must have it (scripts/test installs tests/npm)")
+    pytest.skip(reason)
