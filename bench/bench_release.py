@@ -154,6 +154,7 @@ class Contender:
     rates: list[float] = field(default_factory=list)
     cpu_rt: float = 0.0  # mcptape process CPU seconds during the round trips
     cpu_burst: float = 0.0
+    own_cpu_burst: float = 0.0  # the process's CPU during bursts, whatever it is (direct: the server)
     requests: int = 0
     burst_frames: int = 0
 
@@ -200,6 +201,7 @@ class Contender:
         payload = b"".join(call(i) for i in ids)
         stdin, stdout = self.proc.stdin, self.proc.stdout
         before = self.cpu()
+        own_before = cpu_seconds(self.proc.pid)
         t0 = time.perf_counter()
 
         def feed() -> None:
@@ -218,6 +220,7 @@ class Contender:
         elapsed = time.perf_counter() - t0
         writer.join()
         self.cpu_burst += self.cpu() - before
+        self.own_cpu_burst += cpu_seconds(self.proc.pid) - own_before
         self.rates.append(2 * n / elapsed)
         self.burst_frames += 2 * n
 
@@ -272,7 +275,7 @@ def main() -> None:
             c.burst(min(args.burst, 500))
             c.latencies.clear()
             c.rates.clear()
-            c.cpu_rt = c.cpu_burst = 0.0
+            c.cpu_rt = c.cpu_burst = c.own_cpu_burst = 0.0
             c.requests = c.burst_frames = 0
         per_round = max(1, args.requests // args.rounds)
         for r in range(args.rounds):
@@ -282,7 +285,9 @@ def main() -> None:
             for c in order:
                 c.burst(args.burst)
         recorded = {c.name: c.finish() for c in contenders}
+        row_cpu = sqlite_row_cpu(db, tmp)
     report(contenders, recorded, args)
+    ceiling(contenders, row_cpu)
 
 
 def report(contenders: list[Contender], recorded: dict[str, int], args: argparse.Namespace) -> None:
@@ -321,6 +326,58 @@ def report(contenders: list[Contender], recorded: dict[str, int], args: argparse
             # (the server may add notifications of its own: at least this many)
             flag = "" if recorded[c.name] >= expected else "   <- MISSING FRAMES"
             print(f"frames recorded by {c.name}: {recorded[c.name]:,} of {expected:,}{flag}")
+
+
+def sqlite_row_cpu(recorded: str, tmp: str, n: int = 20_000) -> float:
+    """CPU seconds SQLite itself spends on one frame row: the writer's floor.
+
+    The tree's recorded frames are inserted again, as they are, into a fresh database of
+    the same schema, with the statement the writer uses, in batches of 1,000 (the writer's),
+    by sqlite3 directly: no mcptape code runs.
+    """
+    sys.path.insert(0, str(ROOT))
+    from mcptape.store import open_store
+    from mcptape.store.rows import FRAME_COLUMNS
+
+    path = os.path.join(tmp, "floor.db")
+    store = open_store(path)
+    writer = store.writer()
+    session = writer.create_session(mode="record")
+    writer.close()
+    source = sqlite3.connect(recorded)
+    columns = ", ".join(c if c != "session_id" else "?" for c in FRAME_COLUMNS)
+    rows = source.execute(f"select {columns} from frames order by id limit ?", (session, n)).fetchall()
+    source.close()
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("PRAGMA synchronous = NORMAL")
+    sql = f"INSERT INTO frames ({', '.join(FRAME_COLUMNS)}) VALUES ({', '.join('?' for _ in FRAME_COLUMNS)})"
+    before = time.thread_time()
+    for start in range(0, len(rows), 1000):
+        con.execute("BEGIN IMMEDIATE")
+        con.executemany(sql, rows[start : start + 1000])
+        con.execute("COMMIT")
+    spent = time.thread_time() - before
+    con.close()
+    return spent / max(1, len(rows))
+
+
+def ceiling(contenders: list[Contender], row_cpu: float) -> None:
+    """The pipelined rate no recorder that indexes each frame as it arrives can pass on this machine.
+
+    In a burst the server is CPU-bound (direct: its CPU per frame), and every frame also
+    costs at least SQLite's own work on its row; the machine has so many cores for both.
+    """
+    direct = next(c for c in contenders if c.name == "direct")
+    bare = next(c for c in contenders if c.name == "bare")
+    server_cpu = direct.own_cpu_burst / max(1, direct.burst_frames)
+    cores = os.cpu_count() or 1
+    best = cores / (server_cpu + row_cpu)
+    bare_rate = statistics.median(bare.rates)
+    print(
+        f"ceiling: the server {server_cpu * 1e6:.1f}us CPU/frame, SQLite's own row "
+        f"{row_cpu * 1e6:.1f}us, {cores} cores: at most {best:,.0f} frames/s "
+        f"= {best / bare_rate:.2f}x bare for any recorder indexing each frame, before its own code"
+    )
 
 
 if __name__ == "__main__":

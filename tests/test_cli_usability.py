@@ -91,7 +91,7 @@ def test_show_refuses_full_with_json_instead_of_ignoring_it(corpus: Path) -> Non
 
 
 def test_counts_of_one_are_singular() -> None:
-    from mcptape.cli.summaries import count_of, summarize_result
+    from mcptape.wire.summaries import count_of, summarize_result
 
     assert [count_of(n, "tool") for n in (0, 1, 2)] == ["0 tools", "1 tool", "2 tools"]
     assert summarize_result("tools/list", None, {"tools": [{"name": "add"}]}) == "1 tool: add"

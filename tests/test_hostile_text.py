@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from mcptape.cli.output import json_with_surrogates
-from mcptape.cli.sql_sandbox import sqlite_text
 from mcptape.store.rows import json_text, without_nul
+from mcptape.store.sql_sandbox import sqlite_text
 from mcptape.terminal import safe
 from tests.helpers.db import query
 from tests.helpers.paths import MCPTAPE

@@ -114,3 +114,20 @@ def test_the_circle_finder_finds_a_circle() -> None:
     graph = {"a": {"b": {"x"}}, "b": {"c": set()}, "c": {"a": {"y"}}, "d": {"a": set()}}
     assert circles(graph) == [["a", "b", "c"]]
     assert circles({"a": {"b": set()}, "b": {}}) == []
+
+
+def test_the_command_line_sits_on_top_nothing_below_imports_it() -> None:
+    """``mcptape.cli`` turns arguments into calls of the layers below; a module down there
+    that reaches back up for a helper (the table writer, a safe-text function) means the
+    helper lives in the wrong place (it belongs in :mod:`mcptape.terminal` or its layer).
+    Entry points (``__main__`` modules: ``python -m mcptape.servers.recordings``) run a
+    command, and sit on top with it."""
+    known = modules()
+    upward = sorted(
+        f"{name} imports {target}"
+        for name, path in known.items()
+        if not (name == "mcptape.cli" or name.startswith("mcptape.cli.") or name.endswith("__main__"))
+        for target in imports(path, known)
+        if target == "mcptape.cli" or target.startswith("mcptape.cli.")
+    )
+    assert upward == []

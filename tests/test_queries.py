@@ -7,7 +7,6 @@ from typing import Any
 
 from mcptape.cli.sessions import format_duration, status_text
 from mcptape.cli.show import Timeline, merge, render_line
-from mcptape.cli.summaries import summarize_request, summarize_result
 from mcptape.store.queries import (
     SessionKey,
     StoredFrame,
@@ -17,6 +16,7 @@ from mcptape.store.queries import (
     unknown_message,
 )
 from mcptape.wire.frame import Frame
+from mcptape.wire.summaries import summarize_request, summarize_result
 from tests.helpers.paths import CORPUS
 
 A = SessionKey("3f9a2c000000aaaa", "everything", 100.0)

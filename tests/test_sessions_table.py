@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from mcptape.cli.main import cli
-from mcptape.cli.status import status_label
 from mcptape.store import Store, open_store
+from mcptape.store.status import status_label
 from mcptape.wire.frame import Frame
 from tests.helpers.paths import MCPTAPE
 

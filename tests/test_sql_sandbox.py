@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from mcptape.cli.main import cli
-from mcptape.cli.sql_sandbox import Budget, QueryStopped, authorize
 from mcptape.store import open_store
+from mcptape.store.sql_sandbox import Budget, QueryStopped, authorize
 from tests.helpers.cli_errors import assert_one_line_error
 from tests.helpers.corpus import SESSIONS, load_corpus
 from tests.helpers.paths import MCPTAPE

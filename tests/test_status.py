@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mcptape.cli.main import cli
-from mcptape.cli.status import process_ended, process_started_at, recorder_alive, status_label
 from mcptape.store import open_store
+from mcptape.store.status import process_ended, process_started_at, recorder_alive, status_label
 from tests.helpers.db import query
 from tests.helpers.paths import MCPTAPE
 from tests.helpers.recording import Recording

@@ -191,7 +191,7 @@ async def drive_demo_session(command: list[str], say: Callable[[str], None], err
     from mcp_types import Implementation, LoggingMessageNotificationParams
 
     from mcptape import __version__
-    from mcptape.cli.summaries import count_of
+    from mcptape.wire.summaries import count_of
 
     logs: list[str] = []
     steps: list[float] = []

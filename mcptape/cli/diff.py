@@ -133,8 +133,9 @@ def load(ref: str, db: str | None) -> Loaded:
 def _load_session(ref: str, db: str | None) -> Loaded:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from mcptape.cli.sessions import database_message, open_for_reading
+    from mcptape.cli.sessions import open_for_reading
     from mcptape.replay.diff_report import session_snapshot
+    from mcptape.store.describe import database_message
     from mcptape.store.queries import SessionLookupError
 
     store = open_for_reading(db)

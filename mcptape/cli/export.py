@@ -203,7 +203,8 @@ def export(session: str, db: str | None, output: str, fmt: str | None, otlp: str
     """
     from sqlalchemy.exc import SQLAlchemyError
 
-    from mcptape.cli.sessions import database_message, open_for_reading, session_or_error
+    from mcptape.cli.sessions import open_for_reading, session_or_error
+    from mcptape.store.describe import database_message
     from mcptape.store.queries import connect, session_frames
 
     if otlp is not None and (fmt not in (None, "otlp") or output != "-"):

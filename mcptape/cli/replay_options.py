@@ -149,7 +149,8 @@ def load_tapes(db: str | None, refs: tuple[str, ...], files: tuple[str, ...]) ->
     if refs:
         from sqlalchemy.exc import SQLAlchemyError
 
-        from mcptape.cli.sessions import database_message, open_for_reading
+        from mcptape.cli.sessions import open_for_reading
+        from mcptape.store.describe import database_message
 
         store = open_for_reading(db)
         try:

@@ -2,7 +2,7 @@
 
 The pure part (``Timeline``) turns frames into lines: it correlates each response with
 the request it answers (by the request's direction and id, as ids repeat across
-directions); :mod:`mcptape.cli.summaries` says in a few words what a message carries.
+directions); :mod:`mcptape.wire.summaries` says in a few words what a message carries.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import click
 
 from mcptape.cli.common import UserError, db_option, writing_output
 from mcptape.cli.helptext import Command
-from mcptape.cli.summaries import _dict, compact, count_of, summarize_request, summarize_result
 from mcptape.terminal import safe, safe_lines
 from mcptape.wire.frame import encode_id
+from mcptape.wire.summaries import _dict, compact, count_of, summarize_request, summarize_result
 
 if TYPE_CHECKING:
     from sqlalchemy import RowMapping
@@ -132,7 +132,7 @@ def _lenient_message(frame: StoredFrame) -> Any:
 
 def event_line(event: StoredEvent) -> Line:
     """The line for an event: a stderr line, a process start or exit, an error."""
-    from mcptape.cli.status import stopped_in
+    from mcptape.store.status import stopped_in
 
     text = event.text or compact(event.data or "")
     if event.kind == "process_exit" and stopped_in(event.data):
@@ -324,7 +324,8 @@ def show(session: str, db: str | None, as_json: bool, events: bool, full: bool) 
     from sqlalchemy.exc import SQLAlchemyError
 
     from mcptape.cli.output import cut, json_text, terminal_width
-    from mcptape.cli.sessions import database_message, open_for_reading, session_label, target_or_error
+    from mcptape.cli.sessions import open_for_reading, target_or_error
+    from mcptape.store.describe import database_message, session_label
     from mcptape.store.queries import connect, session_handshake
     from mcptape.store.targets import target_events, target_frames
 

@@ -102,9 +102,9 @@ def sql(query: str, db: str | None, timeout: float, fmt: str) -> None:
                    where kind in ('response', 'error')"
     """
     from mcptape.cli.output import emit
-    from mcptape.cli.sql_query import QueryFailed, run_query
-    from mcptape.cli.sql_sandbox import Budget, QueryStopped
     from mcptape.store import StoreError, open_store
+    from mcptape.store.sql_query import QueryFailed, run_query
+    from mcptape.store.sql_sandbox import Budget, QueryStopped
 
     if not query.strip():
         raise UserError('the query is empty: give one SQL statement, e.g. "select * from sessions"')

@@ -221,7 +221,8 @@ def tail(
     """
     from sqlalchemy.exc import SQLAlchemyError
 
-    from mcptape.cli.sessions import database_message, open_for_reading
+    from mcptape.cli.sessions import open_for_reading
+    from mcptape.store.describe import database_message
     from mcptape.view.filters import ItemFilter
 
     store = open_for_reading(db)
@@ -245,7 +246,8 @@ def _following(store: Any, refs: tuple[str, ...]) -> Following:
     """What --session names, each resolved once; a stitched conversation learns what it holds."""
     from sqlalchemy.exc import SQLAlchemyError
 
-    from mcptape.cli.sessions import database_message, target_or_error
+    from mcptape.cli.sessions import target_or_error
+    from mcptape.store.describe import database_message
     from mcptape.store.targets import target_frames
     from mcptape.view.following import Following
 
@@ -291,7 +293,7 @@ def _follow(
                     found = reader.poll()
                 except OperationalError as exc:  # a server restarting, a lock: try again
                     if not failing:
-                        from mcptape.cli.sessions import database_message
+                        from mcptape.store.describe import database_message
 
                         say(f"cannot read {store.where} for now ({database_message(exc)}); retrying")
                     failing = True

@@ -3,7 +3,7 @@
 Each writer takes the report of one target and, with ``--direct``, the differences
 from the direct run (then only those are the subject: the table lists them alone, JUnit
 and SARIF fail the scenarios the proxy breaks). The table goes through
-:mod:`mcptape.cli.output` (terminal-safe cells, cut to fit); JSON, JUnit and SARIF keep
+:mod:`mcptape.terminal` (terminal-safe cells, cut to fit); JSON, JUnit and SARIF keep
 every word (JUnit drops the characters XML 1.0 cannot carry).
 """
 
@@ -19,6 +19,8 @@ from mcptape import __version__
 from mcptape.probe.compare import Difference
 from mcptape.probe.context import FAIL, NOT_OFFERED, PASS, STATUSES
 from mcptape.probe.runner import ProbeReport, Result
+from mcptape.terminal import one_line
+from mcptape.terminal import write_table as table
 
 FORMATS = ("table", "json", "junit", "sarif")
 TABLE_WIDTH = 80
@@ -52,9 +54,6 @@ def summary(report: ProbeReport, diffs: list[Difference] | None = None) -> str:
 def write_table(
     out: IO[str], report: ProbeReport, diffs: list[Difference] | None, direct: ProbeReport | None
 ) -> None:
-    from mcptape.cli.output import one_line
-    from mcptape.cli.output import write_table as table
-
     if diffs is None:
         rows: list[tuple[str, ...]] = [(r.scenario.id, r.status, r.detail) for r in report.results]
         table(out, rows, ("scenario", "result", "detail"), TABLE_WIDTH, keep=("scenario", "result"))

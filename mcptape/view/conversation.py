@@ -66,7 +66,7 @@ class _Merged:
 
 def conversation_timeline(store: Any, target: Target) -> dict[str, Any]:
     """What a conversation's page draws: its sessions, all its frames and its events."""
-    from mcptape.cli.sessions import session_label
+    from mcptape.store.describe import session_label
 
     start = target.started_at
     with connect(store) as conn:

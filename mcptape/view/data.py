@@ -53,7 +53,7 @@ def session_list(
     """The latest sessions (at most ``limit``) matching the search ``q`` (any of id, name,
     upstream, client, server, mode, revision), ``mode`` and ``status``, each with ``label``
     (the status in words), ``frames`` and ``errors`` (error replies and lines that are not JSON-RPC)."""
-    from mcptape.cli.sessions import session_label
+    from mcptape.store.describe import session_label
 
     query = select(*(sessions.c[c] for c in LISTED_COLUMNS), sessions.c.replay_of)
     if q.strip():
@@ -177,7 +177,7 @@ def session_timeline(store: Any, session_id: str, limit: int = FIRST_FRAMES) -> 
     None when that was all of them), where the session ends (``last_seq``, ``end`` in ms, so
     the axis is whole from the start), its events, and ``last_id``, from which live updates
     go on. What needs more reading comes after the first paint (:func:`session_stats`)."""
-    from mcptape.cli.sessions import session_label
+    from mcptape.store.describe import session_label
 
     with connect(store) as conn:
         session = session_row(conn, session_id)

@@ -23,8 +23,8 @@ from collections import OrderedDict
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from mcptape.cli.summaries import compact, content_text, summarize_request, summarize_result
 from mcptape.wire.jsontext import loads_or_none
+from mcptape.wire.summaries import compact, content_text, summarize_request, summarize_result
 
 # Requests waiting for their replies, per reader: past this many, the oldest is forgotten
 # (its reply then shows as a message of its own).

@@ -1,6 +1,6 @@
 """The viewer's SQL page: the views and tables with their columns, a query's first rows, its CSV.
 
-Every query runs in `mcptape sql`'s sandbox (:func:`mcptape.cli.sql_query.run_query`):
+Every query runs in `mcptape sql`'s sandbox (:func:`mcptape.store.sql_query.run_query`):
 read-only, with a time limit; nothing here opens the database another way.
 """
 
@@ -11,8 +11,8 @@ import io
 from collections.abc import Iterator
 from typing import Any, Final
 
-from mcptape.cli.sql_query import QueryFailed, run_query
-from mcptape.cli.sql_sandbox import Budget, QueryStopped
+from mcptape.store.sql_query import QueryFailed, run_query
+from mcptape.store.sql_sandbox import Budget, QueryStopped
 
 ROWS_SHOWN: Final = 1000
 QUERY_TIMEOUT_S: Final = 10.0
@@ -97,7 +97,7 @@ def query(store: Any, sql: str, limit: int = ROWS_SHOWN) -> dict[str, Any]:
 
 def csv_chunks(store: Any, sql: str) -> Iterator[bytes]:
     """The whole result as CSV (header first), in chunks of about 64 KiB; raises SqlError before the first."""
-    from mcptape.cli.output import csv_value
+    from mcptape.store.sql_query import csv_value
 
     if not sql.strip():
         raise SqlError("the query is empty")

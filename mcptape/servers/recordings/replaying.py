@@ -27,7 +27,7 @@ def load_tape(store: Any, ref: str) -> Tape:
     except TapeError as exc:
         raise ToolFailure(str(exc)) from None
     except SQLAlchemyError as exc:
-        from mcptape.cli.sessions import database_message
+        from mcptape.store.describe import database_message
 
         raise ToolFailure(f"cannot read the recording: {database_message(exc)}") from None
 

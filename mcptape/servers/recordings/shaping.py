@@ -51,7 +51,7 @@ def when(value: str | None, key: str) -> float | None:
 
 def session(values: list[Any]) -> dict[str, Any]:
     """A session as `mcptape sessions --json` gives it (:func:`mcptape.cli.sessions.data_row`), as a dict."""
-    from mcptape.cli.sessions import DATA_COLUMNS
+    from mcptape.store.describe import DATA_COLUMNS
 
     return dict(zip(DATA_COLUMNS, values, strict=True))
 

@@ -56,7 +56,7 @@ class Recordings:
     # -- list_sessions -----------------------------------------------------------------------
 
     def list_sessions(self, arguments: Any) -> dict[str, Any]:
-        from mcptape.cli.sessions import data_row, session_label
+        from mcptape.store.describe import data_row, session_label
         from mcptape.store.queries import connect, iter_sessions
         from mcptape.store.schema import sessions
 
@@ -90,7 +90,7 @@ class Recordings:
     def show_session(self, arguments: Any) -> dict[str, Any]:
         from sqlalchemy import text
 
-        from mcptape.cli.sessions import data_row, session_label
+        from mcptape.store.describe import data_row, session_label
         from mcptape.store.queries import connect, iter_sessions, resolve_session
         from mcptape.store.schema import sessions
 
@@ -143,8 +143,8 @@ class Recordings:
     # -- query ------------------------------------------------------------------------------------
 
     def query(self, arguments: Any) -> dict[str, Any]:
-        from mcptape.cli.sql_query import QueryFailed, run_query
-        from mcptape.cli.sql_sandbox import Budget, QueryStopped
+        from mcptape.store.sql_query import QueryFailed, run_query
+        from mcptape.store.sql_sandbox import Budget, QueryStopped
 
         args = Arguments(arguments, "query")
         sql = args.required_text("sql")
@@ -195,10 +195,10 @@ class Recordings:
     def diff(self, arguments: Any) -> dict[str, Any]:
         from sqlalchemy.exc import SQLAlchemyError
 
-        from mcptape.cli.sessions import database_message
         from mcptape.replay.diff_report import report_json, report_lines, session_snapshot
         from mcptape.replay.normalise import Normaliser
         from mcptape.replay.schema_diff import compare
+        from mcptape.store.describe import database_message
         from mcptape.store.queries import SessionLookupError
 
         args = Arguments(arguments, "diff")
@@ -256,7 +256,7 @@ class _reading:
         from sqlalchemy.exc import SQLAlchemyError
 
         if isinstance(exc, SQLAlchemyError):
-            from mcptape.cli.sessions import database_message
+            from mcptape.store.describe import database_message
 
             raise ToolFailure(f"cannot read the recordings: {database_message(exc)}") from None
 

@@ -1,19 +1,23 @@
 """One query in the `sql` sandbox: its columns and rows, and every failure in one line.
 
 `mcptape sql` prints what :func:`run_query` gives; the viewer's SQL page shows it as a
-table and a CSV download. SQLite runs in :mod:`mcptape.cli.sql_sandbox`'s read-only
+table and a CSV download. SQLite runs in :mod:`mcptape.store.sql_sandbox`'s read-only
 connection; PostgreSQL in the store's read-only transaction with a statement timeout.
-Both stop when the :class:`~mcptape.cli.sql_sandbox.Budget` runs out, also while the
+Both stop when the :class:`~mcptape.store.sql_sandbox.Budget` runs out, also while the
 caller is still reading rows.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
-from mcptape.cli.sql_sandbox import Budget
+from mcptape.store.sql_sandbox import Budget
+
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 # How the databases say a statement tried to write (SQLite, then PostgreSQL).
 _READONLY_SIGNS: Final = ("readonly database", "read-only transaction")
@@ -83,7 +87,7 @@ def streams_on_the_server(query: str) -> bool:
 def run_query(store: Any, query: str, budget: Budget) -> Iterator[Result | None]:
     """Run ``query`` read-only on the store; yield its columns and rows (None: it returns none).
 
-    Raises :class:`QueryFailed` (one line) and :class:`~mcptape.cli.sql_sandbox.QueryStopped`,
+    Raises :class:`QueryFailed` (one line) and :class:`~mcptape.store.sql_sandbox.QueryStopped`,
     from the query and from reading its rows inside the ``with`` block alike. Ctrl-C is
     the caller's to catch (:meth:`Budget.catching_ctrl_c`).
     """
@@ -99,7 +103,7 @@ def run_query(store: Any, query: str, budget: Budget) -> Iterator[Result | None]
 def _sqlite(path: Any, where: str, query: str, budget: Budget) -> Iterator[Result | None]:
     import sqlite3
 
-    from mcptape.cli.sql_sandbox import open_sqlite, sqlite_failure
+    from mcptape.store.sql_sandbox import open_sqlite, sqlite_failure
 
     try:
         conn = open_sqlite(path, budget)
@@ -124,8 +128,8 @@ def _sqlite(path: Any, where: str, query: str, budget: Budget) -> Iterator[Resul
 def _server(store: Any, query: str, budget: Budget) -> Iterator[Result | None]:
     from sqlalchemy.exc import SQLAlchemyError
 
-    from mcptape.cli.sessions import database_message
     from mcptape.store import StoreError
+    from mcptape.store.describe import database_message
 
     try:
         with store.readonly_connection(budget.timeout_s) as conn:
@@ -143,3 +147,21 @@ def _server(store: Any, query: str, budget: Budget) -> Iterator[Result | None]:
         raise QueryFailed(str(exc)) from None
     except KeyboardInterrupt:  # psycopg has cancelled the statement
         raise budget.stop("interrupted") from None
+
+
+def csv_value(value: Any) -> Any:
+    """A CSV field: empty for None, text or base64 for bytes, full precision for floats."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes | bytearray | memoryview):
+        data = bytes(value)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(data).decode("ascii")
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, str):
+        # CSV has no escapes: a lone surrogate (not UTF-8) is written as U+FFFD.
+        return _SURROGATE.sub("\ufffd", value)
+    return value
