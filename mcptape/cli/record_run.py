@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from mcptape.assemble import OwnStore, Session, SessionPlan, SessionStore, assemble
 from mcptape.proxy.addonmanager import Outcome
+from mcptape.proxy.heap import settle_heap
 from mcptape.proxy.link import Link, LinkClosed, shell_status
 from mcptape.proxy.links.process import ProcessLink, SpawnError
 from mcptape.proxy.links.stdio import open_stdio_link
@@ -150,6 +151,8 @@ def _give_up(signum: int) -> None:
 
 async def _watch_store(store: SessionStore, relay: Relay, on_error: str) -> None:
     await store.opened()
+    # Started up: imports done, the store open. What exists now stays for the whole session.
+    settle_heap()
     if store.error and on_error == "fail":
         relay.stop("the recording database could not be opened")
 

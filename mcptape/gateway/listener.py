@@ -12,6 +12,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from mcptape.gateway.app import Gateway, GatewayConfig
+from mcptape.proxy.heap import settle_heap
 from mcptape.terminal import say as _say
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -98,6 +99,7 @@ async def serve_gateway(
     port = sockets[0].getsockname()[1] if sockets else config.port
     gateway.bound(port)
     await gateway.start()
+    settle_heap()  # started up: what exists now stays for the gateway's whole life
     host = f"[{config.host}]" if ":" in config.host else config.host
     reason = await announce_and_wait(describe(f"http://{host}:{port}"), config, announce_token)
     if stopping is not None:
