@@ -66,6 +66,9 @@ def test_sigterm_ends_record_when_the_server_stops_reading_and_every_pipe_is_ful
     rec = Recording(db_path, [*HOSTILE, "deaf"], "--grace", "0.5")
     try:
         _fill(rec, 8 << 20)
+        # Started up (a loaded machine takes seconds): a signal before that ends it as any
+        # program in its first instants, before it has a session to close.
+        wait_for_frames(db_path, 1)
         time.sleep(1.0)  # long enough for the pipes to the deaf server to fill up
         rec.proc.send_signal(signal.SIGTERM)
         assert rec.wait(timeout=15) == 128 + signal.SIGTERM
@@ -144,7 +147,8 @@ def test_sigterm_ends_record_when_the_client_stops_reading_its_stdout(db_path: P
         stderr=subprocess.PIPE,
     )
     try:
-        time.sleep(1.5)
+        wait_for_frames(db_path, 1)  # started up and recording
+        time.sleep(1.0)  # long enough for our stdout's pipe to fill up
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)
         assert proc.returncode == 128 + signal.SIGTERM
