@@ -94,15 +94,18 @@ def install(ref: str, fresh: bool) -> tuple[str, str]:
     python = cache / "bin" / "python"
     if fresh and cache.exists():
         shutil.rmtree(cache)
-    if (cache / "installed").exists():
-        return str(python), commit
-    shutil.rmtree(cache, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(cache)], check=True)
-    # The working tree's dependencies, same versions: only mcptape differs between contenders.
     purelib = Path(sysconfig.get_paths(vars={"base": str(cache), "platbase": str(cache)})["purelib"])
+    if not (cache / "installed").exists():
+        shutil.rmtree(cache, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(cache)], check=True)
+    # The running interpreter's dependencies, same versions: only mcptape differs between
+    # contenders. Written on every run: a cached virtualenv made from a checkout since
+    # removed would otherwise name site-packages that are gone.
     (purelib / "mcptape-bench-deps.pth").write_text(
         "\n".join(dict.fromkeys((sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]))) + "\n"
     )
+    if (cache / "installed").exists():
+        return str(python), commit
     with tempfile.TemporaryDirectory() as src:
         archive = subprocess.run(
             ["git", "-C", str(ROOT), "archive", commit], capture_output=True, check=True
