@@ -144,7 +144,9 @@ def test_sigterm_ends_record_when_the_client_stops_reading_its_stdout(db_path: P
         stderr=subprocess.PIPE,
     )
     try:
-        time.sleep(1.5)
+        # The session runs and the flood flows: a fixed 1.5 s was not always enough under load
+        # (-n 3 beside other work, the session ended 'closed').
+        wait_for_frames(db_path, 100, timeout=60)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)
         assert proc.returncode == 128 + signal.SIGTERM
