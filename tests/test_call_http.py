@@ -48,7 +48,7 @@ def _server(transport: str, port: int | None = None, delay: float = 0.0) -> Iter
     starter.start()
     if not delay:
         starter.join()
-        wait_for_port(port)
+        wait_for_port(port, procs[0])
     try:
         yield f"http://127.0.0.1:{port}/{'mcp' if transport == 'streamableHttp' else 'sse'}"
     finally:

@@ -1,7 +1,8 @@
 """A fleet with the real engines: PostgreSQL, three replicas and HAProxy, started by deploy/fleet.py.
 
 50 clients at once (streamable HTTP passed through to the reference server-everything,
-streamable HTTP and legacy SSE to a stdio server, 2026-07-28 without sessions): none
+streamable HTTP and legacy SSE to a stdio server, 2026-07-28 without sessions to the demo
+server): none
 sees "Session not found", and each one's messages are exactly what its recorded
 session or conversation holds. Then a replica is killed (SIGKILL) mid-run: the sessions
 whose upstream speaks HTTP go on through the other replicas without the client noticing,
@@ -45,6 +46,9 @@ pytestmark = [
 ]
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy" / "fleet.py"
+# The stdio server of the sessions with one process each: an echo server without the SDK, which
+# starts in milliseconds (the demo server's SDK import costs over a second of CPU per session).
+ECHO = Path(__file__).resolve().parent / "servers" / "fault_target.py"
 MCPTAPE = str(Path(sys.executable).parent / "mcptape")
 
 
@@ -65,7 +69,11 @@ def fleet() -> Iterator[Any]:
     home.chmod(0o755)
     with everything_http("streamableHttp") as url:
         config = home / "servers.json"
-        config.write_text(json.dumps({"mcpServers": {"everything": {"type": "http", "url": url}}}))
+        servers = {
+            "everything": {"type": "http", "url": url},
+            "echo": {"command": sys.executable, "args": [str(ECHO)]},
+        }
+        config.write_text(json.dumps({"mcpServers": servers}))
         fleet = deploy.Fleet(home, free_port(), free_port(), 3)
         try:
             deploy.up(fleet, str(config), MCPTAPE)
@@ -132,8 +140,8 @@ def make_clients(http: ClientSession, fleet: Any, prefix: str, counts: dict[str,
     clients: list[WireClient] = []
     kinds = {
         "pass": (WireClient, "/servers/everything/mcp"),
-        "stdio": (WireClient, "/servers/demo/mcp"),
-        "legacy": (LegacyClient, "/servers/demo/sse"),
+        "stdio": (WireClient, "/servers/echo/mcp"),
+        "legacy": (LegacyClient, "/servers/echo/sse"),
         "modern": (ModernClient, "/servers/demo/mcp"),
     }
     for kind, count in counts.items():
@@ -177,7 +185,7 @@ def test_a_replica_killed_mid_run_loses_only_its_stdio_sessions(fleet: Any) -> N
                 await client.call(
                     "echo", {"message" if "everything" in client.url else "text": f"{client.name}-a"}
                 )
-            placed = {c.name: (sealer.open(c.sid or "").replica or "") for c in clients if "demo" in c.url}
+            placed = {c.name: (sealer.open(c.sid or "").replica or "") for c in clients if "/echo/" in c.url}
             victim = sorted(set(placed.values()))[0]
             await asyncio.sleep(0.5)  # what the victim forwarded is committed
             pid = int((fleet.home / f"{victim}.pid").read_text())
@@ -194,7 +202,7 @@ def test_a_replica_killed_mid_run_loses_only_its_stdio_sessions(fleet: Any) -> N
 
     if True:
         clients, victim, outcomes = asyncio.run(main())
-        placed = {c.name: (sealer.open(c.sid or "").replica or "") for c in clients if "demo" in c.url}
+        placed = {c.name: (sealer.open(c.sid or "").replica or "") for c in clients if "/echo/" in c.url}
         for client in clients:
             if "everything" in client.url:
                 assert outcomes[client.name] == "ok", client.name  # the client noticed nothing
@@ -215,7 +223,7 @@ def test_a_replica_killed_mid_run_loses_only_its_stdio_sessions(fleet: Any) -> N
             if running == [(0,)]:
                 break
             time.sleep(0.5)
-        victims = [c.name for c in clients if "demo" in c.url and placed[c.name] == victim]
+        victims = [c.name for c in clients if "/echo/" in c.url and placed[c.name] == victim]
         statuses = db_rows(
             fleet, "select client_name, status, error from sessions where client_name = any(%s)", victims
         )

@@ -54,10 +54,12 @@ def test_everything_server_gives_the_same_results_through_record(db_path: Path) 
         served = con.execute(
             "select method, answered_by from server_requests where method != 'ping' order by requested_at"
         ).fetchall()
-        assert served == [
-            ("sampling/createMessage", "client"),
+        # In no fixed order: server-everything asks for the roots 350 ms after initialization
+        # on its own (a timer), before the sampling call when the machine is busy.
+        assert sorted(served) == [
             ("elicitation/create", "client"),
             ("roots/list", "client"),
+            ("sampling/createMessage", "client"),
         ]
         calls = dict(con.execute("select tool, is_error from tool_calls").fetchall())
         assert calls["echo"] == 0 and calls["no-such-tool"] == 1

@@ -2,7 +2,8 @@
 the npm ``mcp-proxy`` (tests/npm) and the PyPI ``mcp-proxy``.
 
 The PyPI bridge needs ``mcp<2`` where mcptape needs ``mcp>=2.3``: it lives in a venv of its
-own, ``.venv-mcp-proxy`` at the top of the checkout, created on first use from PyPI.
+own, ``.venv-mcp-proxy`` at the top of the checkout, created from PyPI by scripts/test (or on
+first use).
 """
 
 from __future__ import annotations

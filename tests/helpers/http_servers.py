@@ -23,7 +23,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for_port(port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 20) -> None:
+def wait_for_port(port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 60) -> None:
+    """Wait until something listens on ``port`` (or ``proc`` exits): the bound is on a hang, not
+    a speed check; a Node server took over 20 s to listen on two cores beside four busy workers."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:

@@ -4,7 +4,9 @@ Modes (one per run):
   deaf          never reads stdin, ignores SIGTERM: only SIGKILL ends it
   grandchild    starts a child that keeps stdout open for 600 s, then echoes lines until stdin closes
   flood-stdout  writes frames to stdout as fast as it can, forever
-  flood-stderr  writes BYTES of 10-byte lines to stderr, then echoes stdin lines to stdout
+  flood-stderr  writes BYTES of 10-byte lines to stderr while it echoes stdin lines to stdout;
+                with --until-eof, writes them from before the first echo until stdin closes
+                instead, and then the number of lines it wrote to the --count-file
   exit-after-eof  echoes lines; when stdin closes, exits with status CODE
 """
 
@@ -18,13 +20,23 @@ import sys
 import threading
 import time
 
+BLOCK_LINES = 10_000
 
-def _flood_stderr(total: int) -> None:
+
+def _flood_stderr(
+    total: int | None, started: threading.Event, stop: threading.Event, written: list[int]
+) -> None:
+    """``total`` bytes of lines (None: until ``stop``); ``started`` once the first block is out."""
     err = sys.stderr.buffer
-    block = b"".join(b"%09d\n" % i for i in range(10_000))
-    for _ in range(max(1, total // len(block))):
+    block = b"".join(b"%09d\n" % i for i in range(BLOCK_LINES))
+    blocks = max(1, total // len(block)) if total is not None else None
+    while blocks is None or written[0] < blocks * BLOCK_LINES:
         err.write(block)
-    err.flush()
+        err.flush()
+        written[0] += BLOCK_LINES
+        started.set()
+        if stop.is_set():
+            break
 
 
 def main() -> int:
@@ -33,6 +45,8 @@ def main() -> int:
     parser.add_argument("--bytes", type=int, default=30 << 20)
     parser.add_argument("--code", type=int, default=5)
     parser.add_argument("--pidfile")
+    parser.add_argument("--until-eof", action="store_true")
+    parser.add_argument("--count-file")
     args = parser.parse_args()
     out = sys.stdout.buffer
     if args.mode == "deaf":
@@ -53,14 +67,23 @@ def main() -> int:
         while True:
             out.write(line * 100)
             out.flush()
+    started, stop, written = threading.Event(), threading.Event(), [0]
     if args.mode == "flood-stderr":
-        flood = threading.Thread(target=_flood_stderr, args=(args.bytes,), daemon=True)
+        total = None if args.until_eof else args.bytes
+        flood = threading.Thread(target=_flood_stderr, args=(total, started, stop, written), daemon=True)
         flood.start()
+        if args.until_eof:
+            started.wait()  # the flood is under way before the first line is echoed
     for line in sys.stdin.buffer:
         out.write(line)
         out.flush()
     if args.mode == "flood-stderr":
+        if args.until_eof:
+            stop.set()
         flood.join()
+        if args.count_file:
+            with open(args.count_file, "w") as f:
+                f.write(str(written[0]))
     if args.mode == "exit-after-eof":
         os._exit(args.code)
     return 0
