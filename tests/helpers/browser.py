@@ -16,12 +16,13 @@ An asyncio test (a page beside an in-process gateway on the same loop) uses
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
+
+from tests.helpers.paths import missing
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 CHROMIUM: Final = Path("/usr/bin/chromium")
@@ -33,9 +34,7 @@ SCREENSHOTS: Final = ROOT / "tests" / "artifacts" / "screenshots"
 
 
 def _missing(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}: CI must have it (.ci/run installs chromium and the dev extras)")
-    pytest.skip(reason)
+    missing(reason, ".ci/run installs chromium and the dev extras")
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 CORPUS = ROOT / "tests" / "data" / "corpus"
@@ -27,14 +28,20 @@ def everything_server_cmd() -> list[str] | None:
 def require_everything() -> list[str]:
     """:func:`everything_server_cmd`, or the test skipped when it is not installed (failed under
     CI, where scripts/test installs it: nothing may be skipped there)."""
+    cmd = everything_server_cmd()
+    if cmd is not None:
+        return cmd
+    missing("server-everything is not installed (cd tests/npm && npm ci)", "scripts/test installs tests/npm")
+
+
+def missing(reason: str, installed_by: str) -> NoReturn:
+    """Something a test needs is not on this machine: skipped on a developer's machine (the
+    reason says how to get it), failed under CI (``CI`` set by .ci/run), where
+    ``installed_by`` puts it: nothing may be skipped there."""
     import os
 
     import pytest
 
-    cmd = everything_server_cmd()
-    if cmd is not None:
-        return cmd
-    reason = "server-everything is not installed (cd tests/npm && npm ci)"
     if os.environ.get("CI"):
-        pytest.fail(f"{reason}: CI must have it (scripts/test installs tests/npm)")
+        pytest.fail(f"{reason}: CI must have it ({installed_by})")
     pytest.skip(reason)
