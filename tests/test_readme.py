@@ -247,16 +247,3 @@ def test_the_demo_and_every_readme_query_run_on_postgresql(postgres: Postgres, t
     for query in queries:
         proc = checkout.run(f"mcptape sql --db {shlex.quote(url)} {shlex.quote(query)}", activated=True)
         assert proc.returncode == 0, (query, proc.stderr)
-
-
-def test_a_missing_npm_server_or_browser_skips_here_and_fails_under_ci(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from tests.helpers.paths import missing
-
-    monkeypatch.delenv("CI", raising=False)
-    with pytest.raises(pytest.skip.Exception, match="npm ci"):
-        missing("server-everything is not installed (cd tests/npm && npm ci)", "scripts/test installs it")
-    monkeypatch.setenv("CI", "1")
-    with pytest.raises(pytest.fail.Exception, match="CI must have it"):
-        missing("server-everything is not installed (cd tests/npm && npm ci)", "scripts/test installs it")
