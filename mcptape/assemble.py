@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mcptape.proxy.addonmanager import AddonManager, Outcome, SessionContext
 from mcptape.proxy.addons.recorder import Recorder
 from mcptape.proxy.addons.recording import BackgroundStore, SessionRow
+from mcptape.proxy.early_signals import take_early
 from mcptape.proxy.hooks import Event, SessionEnd, SessionStart
 from mcptape.proxy.link import Link
 from mcptape.proxy.relay import Relay
@@ -216,6 +217,10 @@ class Session:
         loop = asyncio.get_running_loop()
         for signum in signals:
             loop.add_signal_handler(signum, self._signalled, signum)
+        # One that came while the process started up stops the session as soon as it runs.
+        for signum in take_early():
+            if signum in signals:
+                loop.call_soon(self._signalled, signum)
         try:
             return await relay.run()
         finally:

@@ -149,6 +149,10 @@ def record(
           --header 'Authorization: Bearer ${TOKEN}'
       mcptape record --fault 'tools/call=delay:3000,p=0.3,seed=1' -- ./srv
     """
+    # Before the heavy imports and the store: a signal from now on stops the session cleanly.
+    from mcptape.proxy.early_signals import STOP_SIGNALS, catch_early
+
+    catch_early(STOP_SIGNALS)
     rules = rules_from_cli(handle_sampling, handle_elicitation, roots, inject)
     if declare_capabilities and not rules:
         raise UserError(

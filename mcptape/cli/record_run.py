@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from mcptape.assemble import OwnStore, Session, SessionPlan, SessionStore, assemble
 from mcptape.proxy.addonmanager import Outcome
+from mcptape.proxy.early_signals import STOP_SIGNALS
 from mcptape.proxy.heap import settle_heap
 from mcptape.proxy.link import Link, LinkClosed, shell_status
 from mcptape.proxy.links.process import ProcessLink, SpawnError
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from mcptape.rules.faults import FaultSet
     from mcptape.rules.rules import Rules
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SIGNALS = STOP_SIGNALS
 
 
 @dataclass
