@@ -3,7 +3,7 @@
 The tiers: a test that starts a process (a subprocess, a Node server, an `mcptape` CLI
 run, PostgreSQL) is marked ``slow``; ``scripts/test --fast`` runs the rest
 (``-m "not slow"``). :class:`ProcessGuard` enforces it: while a test without the mark
-sets up, runs and tears down, starting a process raises :class:`ProcessInFastTier`, and
+sets up and runs, starting a process raises :class:`ProcessInFastTier`, and
 the test fails even where the code under test caught that error. Shared helpers live in
 ``tests/helpers/``; feature-specific fixtures live in their test modules.
 """
@@ -36,16 +36,29 @@ sys.dont_write_bytecode = False
 _GUARD = pytest.StashKey[ProcessGuard]()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
+def _guarded(item: pytest.Item) -> Generator[None, Any, Any]:
+    """Run a phase of ``item`` with starting a process refused, unless it is marked slow."""
     if item.get_closest_marker("slow") is not None:
         return (yield)
-    guard = item.stash[_GUARD] = ProcessGuard()
+    guard = item.stash.setdefault(_GUARD, ProcessGuard())
     guard.install()
     try:
         return (yield)
     finally:
         guard.uninstall()
+
+
+# Setup and call are guarded, not teardown: the teardown of a test's last phase also tears
+# down the module's and session's fixtures it never asked for (a module's PostgreSQL server,
+# stopped by a process): those would be blamed on whichever test happened to run last.
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, Any, Any]:
+    return (yield from _guarded(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    return (yield from _guarded(item))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,3 +105,84 @@ def test_the_guard_refuses_every_way_of_starting_a_process_and_remembers_it() ->
         guard.uninstall()
     assert len(guard.tried) == 4 and sys.executable in guard.tried[0]
     assert subprocess.Popen._execute_child is original  # type: ignore[attr-defined]
+
+
+GUARDED_MODULE = """
+import subprocess
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def server():
+    yield
+    subprocess.run(["true"], check=True)  # a module's server, stopped by a process
+
+
+@pytest.mark.slow
+def test_uses_the_server(server):
+    pass
+
+
+def test_in_process_and_last(): # the module's fixture is torn down in its teardown
+    pass
+"""
+
+SPAWNING_MODULE = """
+import subprocess
+
+import pytest
+
+
+@pytest.fixture
+def spawned():
+    subprocess.run(["true"], check=False)
+
+
+def test_spawns_in_its_setup(spawned):
+    pass
+
+
+def test_spawns_and_catches_the_error():
+    try:
+        subprocess.run(["true"], check=False)
+    except Exception:
+        pass
+"""
+
+
+@pytest.mark.slow
+def test_the_guard_blames_a_test_for_its_own_processes_not_a_module_fixture_torn_down_after_it(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "conftest.py").write_text(
+        "from tests.conftest import pytest_runtest_call, pytest_runtest_makereport, pytest_runtest_setup  # noqa: F401\n"
+    )
+    (tmp_path / "test_a_guarded.py").write_text(GUARDED_MODULE)
+    (tmp_path / "test_b_spawning.py").write_text(SPAWNING_MODULE)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-rA",
+            "-q",
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = done.stdout
+    assert "PASSED test_a_guarded.py::test_uses_the_server" in out
+    assert "PASSED test_a_guarded.py::test_in_process_and_last" in out
+    assert "ERROR test_b_spawning.py::test_spawns_in_its_setup" in out
+    assert "FAILED test_b_spawning.py::test_spawns_and_catches_the_error" in out
+    assert out.count("starts a process but is not marked slow") == 2, out
