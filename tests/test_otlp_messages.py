@@ -278,3 +278,55 @@ def test_otlp_http_to_a_closed_port_fails_within_its_timeout() -> None:
     assert not destination.metrics(_request())
     assert time.monotonic() - started < 1.5
     assert destination.failure is not None and "ConnectionRefused" in destination.failure
+
+
+class _Refusing:
+    """A destination that takes nothing, as a receiver that is down does after its retries."""
+
+    where = "http://127.0.0.1:1"
+
+    def __init__(self) -> None:
+        self.failure: str | None = None
+        self.calls: list[str] = []
+
+    def spans(self, request: Any) -> bool:
+        self.calls.append("spans")
+        self.failure = "ConnectionRefusedError (POST /v1/traces)"
+        return False
+
+    def metrics(self, request: Any) -> bool:
+        self.calls.append("metrics")
+        return False
+
+    def close(self) -> None:
+        self.calls.append("close")
+
+
+def test_an_export_ends_at_the_first_batch_the_receiver_does_not_take(tmp_path: Any) -> None:
+    from mcptape.store import open_store
+    from mcptape.store.queries import connect, resolve_session
+    from mcptape.telemetry.recorded import export_session
+    from mcptape.wire.frame import Frame
+
+    db = str(tmp_path / "rec.db")
+    store = open_store(db)
+    sid = store.create_session(mode="record", name="many")
+    writer = store.writer()
+    for i in range(1, 301):  # three batches of 100 spans
+        request = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo"}}' % i
+        writer.add_frame(sid, 2 * i - 1, Frame(request, "c2s", ts=1000.0 + i))
+        writer.add_frame(
+            sid, 2 * i, Frame(b'{"jsonrpc":"2.0","id":%d,"result":{}}' % i, "s2c", ts=1000.5 + i)
+        )
+    writer.close()
+    refusing = _Refusing()
+    try:
+        with connect(store) as conn:
+            row = resolve_session(conn, sid)
+            assert row is not None
+            _, ok = export_session(conn, row, refusing, batch=100)
+    finally:
+        store.close()
+    # Each batch would have waited out its own retries against a receiver that is down.
+    assert not ok and refusing.calls == ["spans", "close"]
+    assert refusing.failure is not None and "/v1/traces" in refusing.failure

@@ -87,23 +87,32 @@ def _exchange(
 def export_session(
     conn: Connection, row: RowMapping, destination: Destination, batch: int = 512
 ) -> tuple[int, bool]:
-    """Export one recorded session's spans and metrics; how many spans, and whether all got there."""
+    """Export one recorded session's spans and metrics; how many spans, and whether all got there.
+
+    The first batch the destination does not take ends the export (a receiver that is
+    down, after its retries, would only make each later batch wait out its own too):
+    its failure is the one the destination reports.
+    """
     from mcptape.telemetry.pipeline import Pipeline
 
     session = session_facts(conn, row)
     pipeline = Pipeline(destination)
-    count, ok = 0, True
+    count = 0
     try:
         for op in operations(conn, row, session):
             pipeline.add(op)
             if pipeline.waiting >= batch:
                 sent, good = pipeline.export_spans()
-                count, ok = count + sent, ok and good
+                count += sent
+                if not good:
+                    return count, False
         if row["ended_at"] is not None:
             pipeline.add_session(session, row["ended_at"] - row["started_at"], row["status"])
         sent, good = pipeline.export_spans()
-        count, ok = count + sent, ok and good
-        ok = pipeline.export_metrics() and ok
+        count += sent
+        if not good:
+            return count, False
+        ok = pipeline.export_metrics()
     finally:
         pipeline.close()
     return count, ok
