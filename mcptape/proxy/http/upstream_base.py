@@ -13,6 +13,7 @@ import contextlib
 import threading
 from collections.abc import Awaitable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcptape.proxy.link import Deliver, Ended, EventSink, LinkClosed, LinkEnd, LoopSideLink
 from mcptape.wire.frame import Frame
@@ -23,12 +24,75 @@ UPSTREAM_ERROR = -32000
 CONNECT_TIMEOUT = 10.0
 
 
+class CrossOriginRedirect(ConnectionError):
+    """The server redirected a request to another origin (scheme, host or port): not followed.
+
+    The request carries the headers given for this server (``--header``, a config entry's
+    ``headers``: an API key, a cookie) and the client's messages; following the redirect
+    would hand them to whoever the Location names. aiohttp drops only ``Authorization``
+    there. A redirect within the origin (``/mcp`` to ``/mcp/``) is followed as before.
+    """
+
+    def __init__(self, target: str) -> None:
+        super().__init__(
+            f"it redirected to {target}, another origin: not followed, as the headers given for "
+            "this server (its credentials) and the client's messages would go there too; "
+            "give that URL if it is the server"
+        )
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def same_origin(a: str, b: str) -> bool:
+    """Whether two absolute URLs have one origin: scheme, host and port (a default port spelt or not)."""
+    one, other = urlsplit(a), urlsplit(b)
+    try:
+        ports = (
+            one.port or _DEFAULT_PORTS.get(one.scheme.lower()),
+            other.port or _DEFAULT_PORTS.get(other.scheme.lower()),
+        )
+    except ValueError:  # a port that is not a number
+        return False
+    return (
+        one.scheme.lower() == other.scheme.lower()
+        and (one.hostname or "") == (other.hostname or "")
+        and ports[0] == ports[1]
+    )
+
+
+async def _same_origin_only(_session: Any, _context: Any, params: Any) -> None:
+    """aiohttp's ``on_request_redirect``: stop a redirect to another origin before it is followed."""
+    from yarl import URL
+
+    location = params.response.headers.get("Location")
+    if not location:
+        return  # aiohttp does not follow it either
+    try:
+        target = params.url.join(URL(location))
+    except ValueError:
+        return  # aiohttp refuses it itself (InvalidUrlRedirectClientError)
+    if target.origin() != params.url.origin():
+        raise CrossOriginRedirect(str(target))
+
+
+def client_session(timeout: Any) -> Any:
+    """The aiohttp session of an upstream link: redirects followed within the server's origin only."""
+    import aiohttp
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_redirect.append(_same_origin_only)
+    return aiohttp.ClientSession(timeout=timeout, trace_configs=[trace])
+
+
 def unreachable(url: str, exc: BaseException) -> str:
     """Why the server at ``url`` could not be reached, in one sentence (aiohttp's words for some
     are empty, and others speak of ``ssl:default`` for a connection that was merely refused)."""
     import aiohttp
 
     head = f"cannot reach the MCP server at {url}"
+    if isinstance(exc, CrossOriginRedirect):
+        return f"{head}: {exc}"
     if isinstance(exc, aiohttp.TooManyRedirects):
         last = exc.history[-1].url if exc.history else url
         return f"{head}: it redirected {len(exc.history)} times without answering (the last time to {last}): a redirect loop?"
@@ -71,7 +135,7 @@ class LoopLink(LoopSideLink, abc.ABC):
         # No total timeout: an SSE stream legitimately stays open for hours.
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT)
         # auto_decompress stays on for us as a client: we parse what we receive.
-        self._http = aiohttp.ClientSession(timeout=timeout)
+        self._http = client_session(timeout)
         self.spawn(self._run())
 
     def send(self, frame: Frame) -> Awaitable[Any] | None:

@@ -14,7 +14,7 @@ from urllib.parse import urljoin, urlsplit
 
 from mcptape.proxy.http.headers import lowered, media_type, that_matter
 from mcptape.proxy.http.sse import SseParser
-from mcptape.proxy.http.upstream_base import LoopLink, unreachable
+from mcptape.proxy.http.upstream_base import LoopLink, same_origin, unreachable
 from mcptape.redact import redact_url
 from mcptape.wire.frame import Frame
 
@@ -102,7 +102,16 @@ class SseClientLink(LoopLink):
             async for chunk in response.content.iter_any():
                 for event in parser.feed(chunk):
                     if event.event == "endpoint" and self.endpoint is None:
-                        self.endpoint = urljoin(self.url, event.data.decode().strip())
+                        endpoint = urljoin(self.url, event.data.decode("utf-8", "replace").strip())
+                        if not same_origin(endpoint, self.url):
+                            # The SDKs refuse it too: the client's messages and the headers
+                            # given for this server would be POSTed to whoever it names.
+                            await self._give_up(
+                                f"the legacy SSE server at {self.url} named a message endpoint on "
+                                f"another origin ({redact_url(endpoint)}): not used"
+                            )
+                            return
+                        self.endpoint = endpoint
                         # The endpoint's session id opens the session: recorded like a token.
                         shown = redact_url(self.endpoint)
                         self.emit("sse_endpoint", shown, {"endpoint": redact_url(event.data.decode())})
