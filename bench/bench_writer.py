@@ -14,6 +14,12 @@ times frames nobody has parsed, where the Writer pays for the JSON parse. The
 baseline gets finished row tuples.
 
     .venv/bin/python bench/bench_writer.py [--frames N] [--batch-size B] [--unparsed] [--db URL]
+                                           [--contended N]
+
+``--contended N`` runs both beside N busy threads that do what the relay's reader threads
+do in a burst: Python work between short system calls, so the GIL changes hands all the
+time. A writer that lets go of the GIL once per row waits to get it back once per row
+(see mcptape/store/operations.py).
 
 ``--db URL`` runs both on a server database instead (PostgreSQL:
 ``postgresql+psycopg://user@/dbname?host=/run/postgresql``), each in a session of its
@@ -27,10 +33,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -70,6 +80,31 @@ def make_frames(count: int, t0: float) -> list[Frame]:
         out.append(Frame(orjson.dumps(progress), "s2c", ts=ts + 0.0002))
         out.append(Frame(orjson.dumps(result), "s2c", ts=ts + 0.0004))
     return out[:count]
+
+
+@contextlib.contextmanager
+def busy_threads(count: int) -> Iterator[None]:
+    """``count`` threads busy as the relay's readers are in a burst, for the time of the block."""
+    stop = threading.Event()
+
+    def busy() -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            while not stop.is_set():
+                parts = [str(i).encode() for i in range(40)]  # parsing, routing: Python work
+                os.writev(null, parts)  # forwarding: a system call without the GIL
+        finally:
+            os.close(null)
+
+    threads = [threading.Thread(target=busy, daemon=True) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
 
 
 def classify(frames: list[Frame]) -> list[Frame]:
@@ -161,12 +196,21 @@ def main() -> None:
     parser.add_argument(
         "--db", metavar="URL", help="a server database URL (postgresql+psycopg://...) instead of SQLite files"
     )
+    parser.add_argument(
+        "--contended",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run beside N busy threads, as the relay's readers are in a burst (default 0)",
+    )
     args = parser.parse_args()
+    busy = busy_threads(args.contended) if args.contended else contextlib.nullcontext()
     t0 = time.time()
     if args.db:
         frames = classify(make_frames(args.frames, t0))
-        writer_s, _ = bench_writer(args.db, frames, args.batch_size)
-        raw_s = bench_raw_server(args.db, frames, args.batch_size)
+        with busy:
+            writer_s, _ = bench_writer(args.db, frames, args.batch_size)
+            raw_s = bench_raw_server(args.db, frames, args.batch_size)
         unparsed_s = None
         if args.unparsed:
             unparsed_s, _ = bench_writer(args.db, make_frames(args.frames, t0), args.batch_size)
@@ -175,9 +219,11 @@ def main() -> None:
         baseline = "raw sqlite3 executemany:"
         with tempfile.TemporaryDirectory(prefix="mcptape-bench-") as tmp:
             frames = classify(make_frames(args.frames, t0))
-            writer_s, session_id = bench_writer(str(Path(tmp) / "writer.db"), frames, args.batch_size)
-            rows = [frame_row(session_id, seq, frame) for seq, frame in enumerate(frames, 1)]
-            raw_s = bench_raw(Path(tmp) / "raw.db", rows, session_id, args.batch_size)
+            rows = [frame_row("0" * 32, seq, frame) for seq, frame in enumerate(frames, 1)]
+            with busy:
+                writer_s, session_id = bench_writer(str(Path(tmp) / "writer.db"), frames, args.batch_size)
+                rows = [(session_id, *row[1:]) for row in rows]
+                raw_s = bench_raw(Path(tmp) / "raw.db", rows, session_id, args.batch_size)
             unparsed_s = None
             if args.unparsed:
                 unparsed_s, _ = bench_writer(
@@ -187,7 +233,10 @@ def main() -> None:
     mcptape_rate = n / writer_s
     raw_rate = n / raw_s
     ratio = mcptape_rate / raw_rate
-    print(f"frames: {n}  batch size: {args.batch_size}  database: {'SQLite' if not args.db else args.db}")
+    beside = f"  beside {args.contended} busy threads" if args.contended else ""
+    print(
+        f"frames: {n}  batch size: {args.batch_size}  database: {'SQLite' if not args.db else args.db}{beside}"
+    )
     print(f"mcptape Writer:          {mcptape_rate:>10,.0f} frames/s  ({writer_s:.2f} s)")
     print(f"{baseline:<24} {raw_rate:>10,.0f} frames/s  ({raw_s:.2f} s)")
     if unparsed_s is not None:
