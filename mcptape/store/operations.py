@@ -33,9 +33,9 @@ _PAIRS: Final = 4  # built on the writer thread only
 _FLUSH: Final = 5
 _STOP: Final = 6
 _LARGE_FRAME: Final = 7  # one large frame, SQLite only; an op of the writer thread, never queued
-# Frames a multi-row INSERT writes on SQLite: 64 rows of 13 parameters stay under 999, the
-# smallest limit of parameters a statement an SQLite build may have.
-ROWS_PER_INSERT: Final = 64
+# Frames a multi-row INSERT writes on SQLite: 64, or fewer if that many rows would pass 999
+# parameters, the smallest limit an SQLite build may have (64 rows of 13 columns: 832).
+ROWS_PER_INSERT: Final = min(64, 999 // len(FRAME_COLUMNS))
 
 
 class Queued(NamedTuple):
