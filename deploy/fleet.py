@@ -180,21 +180,49 @@ def health(url: str, timeout: float = 2.0) -> dict[str, object] | None:
         return None
 
 
-def wait_healthy(urls: list[str], timeout: float = 60.0) -> None:
+class FleetError(RuntimeError):
+    """The fleet could not be brought up: what went wrong, in one line."""
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = log.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return f": {lines[-1]}" if lines else ""
+
+
+def wait_healthy(
+    urls: list[str],
+    timeout: float = 60.0,
+    processes: list[tuple[subprocess.Popen[bytes], Path]] | None = None,
+) -> None:
+    """Wait until every URL's /health says ok; a process of ``processes`` (with its log) that
+    exits meanwhile is said at once (a port taken by something else, a database refused)."""
     deadline = time.monotonic() + timeout
-    for url in urls:
+    for i, url in enumerate(urls):
         while (answer := health(url)) is None or answer.get("status") != "ok":
+            if processes is not None:
+                process, log = processes[i]
+                if process.poll() is not None:
+                    raise FleetError(
+                        f"deploy/fleet.py: {url} exited with status {process.returncode} before it "
+                        f"answered{_last_line(log)} (log: {log})"
+                    )
             if time.monotonic() > deadline:
-                raise SystemExit(f"deploy/fleet.py: {url}/health did not answer ok within {timeout:g} s")
+                raise FleetError(f"deploy/fleet.py: {url}/health did not answer ok within {timeout:g} s")
             time.sleep(0.1)
 
 
 def up(fleet: Fleet, config: str | None, mcptape: str) -> None:
     fleet.home.mkdir(parents=True, exist_ok=True)
     start_postgres(fleet)
-    for n in range(1, fleet.replicas + 1):
-        start_replica(fleet, n, config, mcptape)
-    wait_healthy([f"http://127.0.0.1:{fleet.replica_port(n)}" for n in range(1, fleet.replicas + 1)])
+    replicas = [
+        (start_replica(fleet, n, config, mcptape), fleet.home / f"replica-{n}.log")
+        for n in range(1, fleet.replicas + 1)
+    ]
+    urls = [f"http://127.0.0.1:{fleet.replica_port(n)}" for n in range(1, fleet.replicas + 1)]
+    wait_healthy(urls, processes=replicas)
     start_haproxy(fleet)
     wait_healthy([fleet.url])
 
@@ -242,7 +270,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     fleet = Fleet(Path(args.dir).resolve(), args.port, args.pg_port, args.replicas)
     if args.action == "up":
-        up(fleet, args.config, args.mcptape)
+        try:
+            up(fleet, args.config, args.mcptape)
+        except FleetError as exc:
+            sys.exit(str(exc))
         print(
             f"mcptape fleet: {fleet.url}/servers/NAME/mcp (and /sse) through HAProxy, {fleet.replicas} replicas"
         )

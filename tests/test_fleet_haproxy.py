@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,7 +30,7 @@ import pytest
 from aiohttp import ClientSession, ClientTimeout, TCPConnector
 
 from mcptape.gateway.sealed import Sealer, read_keys
-from tests.helpers.http_servers import everything_http, free_port
+from tests.helpers.http_servers import everything_http, free_port, port_run
 from tests.helpers.postgres import postgres_bin
 from tests.helpers.wire_clients import LegacyClient, ModernClient, SessionGone, WireClient
 
@@ -74,7 +75,7 @@ def fleet() -> Iterator[Any]:
             "echo": {"command": sys.executable, "args": [str(ECHO)]},
         }
         config.write_text(json.dumps({"mcpServers": servers}))
-        fleet = deploy.Fleet(home, free_port(), free_port(), 3)
+        fleet = deploy.Fleet(home, port_run(4), free_port(), 3)
         try:
             deploy.up(fleet, str(config), MCPTAPE)
             yield fleet
@@ -229,3 +230,27 @@ def test_a_replica_killed_mid_run_loses_only_its_stdio_sessions(fleet: Any) -> N
         )
         assert victims and {s for _, s, _ in statuses} == {"interrupted"}
         assert all(victim in (e or "") for _, _, e in statuses)
+
+
+def test_a_replica_that_exits_before_answering_is_said_at_once(tmp_path: Path) -> None:
+    # A replica that cannot listen (its port taken by something else) used to leave `up`
+    # waiting out its 60 s, then say only that /health did not answer.
+    deploy = load_deploy()
+    log = tmp_path / "replica-1.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import sys; print('error: cannot listen on 127.0.0.1:1: taken'); sys.exit(2)",
+            ],
+            stdout=out,
+            stderr=out,
+        )
+    started = time.monotonic()
+    with pytest.raises(deploy.FleetError) as failed:
+        deploy.wait_healthy([f"http://127.0.0.1:{port_run(1)}"], timeout=60, processes=[(process, log)])
+    assert time.monotonic() - started < 30  # said when it exits, not when the wait runs out
+    message = str(failed.value)
+    assert "exited with status 2 before it answered" in message
+    assert "cannot listen on 127.0.0.1:1: taken" in message and str(log) in message

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -21,6 +22,31 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def port_run(count: int) -> int:
+    """The first of ``count`` consecutive free ports (HAProxy's, then its replicas' in a fleet).
+
+    Taken below Linux's ephemeral range (32768-60999), where the kernel hands out ports to
+    outgoing connections and to every ``free_port()``: a port after a free one there may be
+    another test's by the time it is bound (a fleet replica failed to listen on one).
+    """
+    rng = random.Random()
+    for _ in range(200):
+        first = rng.randrange(20_000, 32_000 - count)
+        sockets: list[socket.socket] = []
+        try:
+            for port in range(first, first + count):
+                s = socket.socket()
+                sockets.append(s)
+                s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+    raise RuntimeError(f"no {count} consecutive free ports between 20000 and 32000")
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes] | None = None, timeout: float = 60) -> None:
