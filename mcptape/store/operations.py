@@ -9,10 +9,10 @@ rows each on SQLite, a ``COPY`` on PostgreSQL with psycopg, a driver-level
 Why several rows to an ``INSERT`` on SQLite: the sqlite3 module lets go of the GIL around
 every step of a statement, and ``executemany`` steps once a row. While the relay's reader
 threads forward a burst, the writer thread waited to get the GIL back after every row.
-``bench/bench_writer.py --contended 2`` (two threads busy as readers are): 17,700–18,300
-frames/s with one row an ``INSERT``, 26,600–28,100 with 64; alone, 53,000–54,000 and
-57,500–63,000. In front of server-everything, pipelined through ``record``: the writer
-thread's CPU went from 12.5–12.7 to 11.0–11.8 µs a frame.
+``bench/bench_writer.py --contended 2`` (two threads busy as readers are), on a quiet
+2-core machine: 6,000–6,500 frames/s with one row an ``INSERT``, 26,700–37,000 with 64;
+alone, 49,900–53,700 and 57,100–64,400. In front of server-everything, pipelined through
+``record``: the writer thread's CPU went from 12.5–12.7 to 11.0–11.8 µs a frame.
 """
 
 from __future__ import annotations
