@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from functools import partial
 
 from aiohttp import web
@@ -56,16 +57,28 @@ async def _answer(site: Site, request: web.Request) -> web.StreamResponse:
     return web.json_response(answer, headers={"Mcp-Session-Id": "s1"})
 
 
-async def _exchange(link: LoopLink, until: int = 1) -> tuple[list[Frame], list[tuple[str, str]]]:
+async def _exchange(
+    sites: list[Site], make_link: Callable[[], LoopLink]
+) -> tuple[list[Frame], list[tuple[str, str]]]:
+    """Start ``sites`` in order, send INIT through the link made then, stop them all: what
+    the link delivered (the answer) and the events it said."""
     got: list[Frame] = []
     events: list[tuple[str, str]] = []
-    link.start(got.append, lambda why: None, lambda kind, text, data: events.append((kind, text or "")))
-    link.send(Frame(INIT, "c2s"))
-    for _ in range(250):
-        if len(got) >= until:
-            break
-        await asyncio.sleep(0.02)
-    await link.aclose(0.5)
+    try:
+        for site in sites:
+            await site.start()
+        link = make_link()
+        link.start(got.append, lambda why: None, lambda kind, text, data: events.append((kind, text or "")))
+        link.send(Frame(INIT, "c2s"))
+        for _ in range(250):
+            if got:
+                break
+            await asyncio.sleep(0.02)
+        await link.aclose(0.5)
+    finally:
+        for site in sites:
+            if site.runner is not None:
+                await site.stop()
     return got, events
 
 
@@ -84,15 +97,11 @@ def test_a_redirect_to_another_origin_is_not_followed_and_the_request_gets_an_er
     async def main() -> tuple[list[Frame], Site, Site]:
         elsewhere = Site()
         elsewhere.app.router.add_route("*", "/mcp", partial(_answer, elsewhere))
-        await elsewhere.start()
         # 127.0.0.1 and localhost are two origins, as are two ports of one host.
         server = _redirecting(elsewhere, "http://localhost:{port}/mcp")
-        await server.start()
-        try:
-            got, _ = await _exchange(HttpClientLink(f"http://127.0.0.1:{server.port}/mcp", dict(SECRET)))
-        finally:
-            await server.stop()
-            await elsewhere.stop()
+        got, _ = await _exchange(
+            [elsewhere, server], lambda: HttpClientLink(f"http://127.0.0.1:{server.port}/mcp", dict(SECRET))
+        )
         return got, server, elsewhere
 
     got, server, elsewhere = asyncio.run(main())
@@ -114,11 +123,9 @@ def test_a_redirect_within_the_origin_is_followed_with_the_headers() -> None:
 
         server.app.router.add_route("*", "/mcp", moved)
         server.app.router.add_route("*", "/mcp/", partial(_answer, server))
-        await server.start()
-        try:
-            got, _ = await _exchange(HttpClientLink(f"http://127.0.0.1:{server.port}/mcp", dict(SECRET)))
-        finally:
-            await server.stop()
+        got, _ = await _exchange(
+            [server], lambda: HttpClientLink(f"http://127.0.0.1:{server.port}/mcp", dict(SECRET))
+        )
         return got, server
 
     got, server = asyncio.run(main())
@@ -130,7 +137,6 @@ def test_a_legacy_sse_endpoint_on_another_origin_is_not_used() -> None:
     async def main() -> tuple[list[Frame], list[tuple[str, str]], Site]:
         elsewhere = Site()
         elsewhere.app.router.add_route("*", "/messages", partial(_answer, elsewhere))
-        await elsewhere.start()
         server = Site()
 
         async def events(request: web.Request) -> web.StreamResponse:
@@ -144,12 +150,9 @@ def test_a_legacy_sse_endpoint_on_another_origin_is_not_used() -> None:
             return response
 
         server.app.router.add_get("/sse", events)
-        await server.start()
-        try:
-            got, said = await _exchange(SseClientLink(f"http://127.0.0.1:{server.port}/sse", dict(SECRET)))
-        finally:
-            await server.stop()
-            await elsewhere.stop()
+        got, said = await _exchange(
+            [elsewhere, server], lambda: SseClientLink(f"http://127.0.0.1:{server.port}/sse", dict(SECRET))
+        )
         return got, said, elsewhere
 
     got, said, elsewhere = asyncio.run(main())
