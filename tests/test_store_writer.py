@@ -513,3 +513,25 @@ def test_flush_and_close_cut_the_group_commit_linger_short(
     closer.join(10)
     assert not closer.is_alive()
     assert query(db_path, "select seq from frames order by seq") == [(1,), (2,), (3,)]
+
+
+def test_a_file_deleted_just_before_the_session_ends_is_said_at_close(
+    store: Store, db_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer looks at its file at most every 0.25 s; the last frames of a session,
+    # committed in between into a file `rm` had just unlinked, were called recorded.
+    from mcptape.store import fileid
+
+    monkeypatch.setattr(fileid, "CHECK_EVERY_S", 3600.0)  # no look but the last one
+    sid = store.create_session(mode="record")
+    writer = store.writer()
+    writer.add_frame(sid, 1, Frame(request(1), "c2s"))
+    writer.flush()
+    assert writer.failed is None
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    writer.add_frame(sid, 2, Frame(result(1), "s2c"))
+    assert writer.close() is False
+    assert writer.failed == f"{db_path} was deleted or moved away while recording"
+    err = capfd.readouterr().err
+    assert err.count("was deleted") == 1 and "the last frames of the session went with it" in err, err

@@ -41,15 +41,15 @@ class FileIdentity:
                 continue
             self._companions[companion] = (found.st_dev, found.st_ino)
 
-    def gone(self) -> str | None:
+    def gone(self, *, now: bool = False) -> str | None:
         """Why the path no longer leads to the file opened (deleted, replaced), or None.
 
-        Looks at most every :data:`CHECK_EVERY_S`; None in between.
+        Looks at most every :data:`CHECK_EVERY_S` (None in between), unless ``now``.
         """
-        now = time.monotonic()
-        if now - self._checked < CHECK_EVERY_S:
+        at = time.monotonic()
+        if not now and at - self._checked < CHECK_EVERY_S:
             return None
-        self._checked = now
+        self._checked = at
         try:
             stat = os.stat(self.path)
         except FileNotFoundError:

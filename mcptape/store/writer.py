@@ -338,7 +338,7 @@ class Writer:
         return True
 
     def close(self, timeout: float | None = None) -> bool:
-        """Write everything queued, then stop the thread; True when all of it is committed.
+        """Write everything queued, then stop the thread; True when all of it is committed (to the file still at its path).
 
         Waits as long as the database needs (another process holding its write lock gets
         one line on stderr) unless ``timeout`` is given: then returns False when time is
@@ -354,7 +354,7 @@ class Writer:
         if self._thread is threading.current_thread():
             return False
         self._thread.join(timeout)
-        return not self._thread.is_alive() and self.lost == 0 and self.backlog == 0
+        return not self._thread.is_alive() and self.lost == 0 and self.backlog == 0 and self.failed is None
 
     # -- writer thread -----------------------------------------------------------
 
@@ -379,6 +379,7 @@ class Writer:
                     # anything that slipped in before this line is still written.
                     self._stopped = True
                     if self._queue.empty():
+                        self._last_look()
                         return
         except BaseException as error:  # a bug here must not hang producers waiting in drain()
             self._report(f"the recording writer stopped: {type(error).__name__}: {error}")
@@ -609,11 +610,23 @@ class Writer:
                     self._notice(f"{describe_error(error, self._where)} (still retrying: nothing is dropped)")
                 time.sleep(min(1.0, 0.05 * 2**tries))
 
+    def _last_look(self) -> None:
+        """The last rows may have been committed within a look's interval of the file going:
+        one more look, so that a session whose end went into a deleted file is not called whole."""
+        if self._watch is None or self.failed is not None:
+            return
+        gone = self._watch.gone(now=True)
+        if gone is not None:
+            self.failed = gone
+            self._report(f"{gone}; the last frames of the session went with it")
+
     def _fail(self, error: BaseException) -> None:
         if self.failed is None:
             self.failed = str(error) if isinstance(error, StoreError) else describe_error(error, self._where)
             self._backlog.release()
-            self._report(f"{self.failed}; frames from here on are not recorded")
+            # Said here, once, whatever the relay does next: it may have passed its last frame
+            # already (a recorder that learnt it from the next frame missed it then).
+            self._report(f"{self.failed}; the session goes on but its frames from here on are not recorded")
 
     def _tell_lock_wait(self) -> None:
         if self._told_lock_wait:

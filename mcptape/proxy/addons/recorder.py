@@ -116,14 +116,13 @@ class Recorder:
             self._warn(why)
             self._ready.set()
 
-    def _warn(self, why: str, *, opened: bool = False) -> None:
-        """Say once why recording stopped; ``opened``: the store had been recording (the
-        session goes on either way then: --on-store-error is about opening it)."""
+    def _warn(self, why: str) -> None:
+        """Say once why the store could not be opened, and what the session does now."""
         if self.failure is None:
             self.failure = why
             going_on = (
                 "frames are still forwarded but are not being recorded"
-                if self.forwards_without_store or opened
+                if self.forwards_without_store
                 else "stopping (--on-store-error forward keeps forwarding without recording)"
             )
             say(f"error: {why}; {going_on}")
@@ -211,8 +210,7 @@ class Recorder:
             return None
         failed = writer.failed
         if failed and self.failure is None:
-            with self._lock:
-                self._warn(f"recording into {writer.where} failed: {failed}", opened=True)
+            self.failure = f"recording into {writer.where} failed: {failed}"  # the writer said it
         if not writer.over_limit:
             if self._blocked:
                 self._blocked = False
