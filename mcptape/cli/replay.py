@@ -137,7 +137,8 @@ def replay(
     \b
     Exit status: 0 when every exchange matches (or --update made the replay
     the reference), 1 when some differ, 2 when a replay could not run
-    (recording not found or with no exchange, server would not start).
+    (recording not found or with no exchange, server would not start),
+    128+N when stopped by signal N (the rest reported `not replayed`).
 
     \b
     Examples:
@@ -167,6 +168,10 @@ def replay(
       mcptape replay weather \\
           --ignore 'tools/call:weather=/result/content/*/annotations' -- ./server
     """
+    # Before the heavy imports and the server: a signal from now on stops the replay cleanly.
+    from mcptape.proxy.early_signals import STOP_SIGNALS, catch_early
+
+    catch_early(STOP_SIGNALS)
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
 
     try:
@@ -214,6 +219,7 @@ def replay(
         upstream_link=remote[1] if remote is not None else None,
         transport=remote[2] if remote is not None else "stdio",
         otlp=otlp,
+        signals=STOP_SIGNALS,
     )
     sys.exit(_run(tapes, plan, files, report, junit, update))
 
@@ -275,13 +281,33 @@ def _run(
         except OSError as exc:
             raise UserError(f"cannot write {path}: {exc.strerror or exc}") from None
     updated = _update(tapes, outcomes, plan.db) if update else set()
+    from mcptape.proxy.early_signals import take_early
+
     stopped = next((o.interrupted_by for o in outcomes if o.interrupted_by is not None), None)
+    late = take_early()  # while the report was written
+    if stopped is None and late:
+        stopped = late[0]
     if stopped is not None:
+        click.echo(_stopped_line(stopped, results, len(tapes) - len(outcomes)), err=True)
         return 128 + stopped
     if any(r.error for r in results):
         return 2
     # A recording --update made the replay's reference is no failure: the change was intended.
     return 1 if any(r.failed and id(r) not in updated for r in results) else 0
+
+
+def _stopped_line(signum: int, results: list[Any], not_run: int) -> str:
+    """What a signal left undone, in one line."""
+    import signal
+
+    undone = []
+    skipped = sum(r.not_replayed for r in results)
+    if skipped:
+        undone.append(f"{skipped} exchange(s) not replayed")
+    if not_run:
+        undone.append(f"{not_run} recording(s) not replayed")
+    what = f": the replay is incomplete ({', '.join(undone)})" if undone else ""
+    return f"mcptape: stopped by {signal.Signals(signum).name}{what}"
 
 
 def _update(tapes: list[Tape], outcomes: list[Replayed], db: str | None) -> set[int]:

@@ -12,7 +12,11 @@ noted (:func:`take_early`) and stops the session at once, as it would have a mom
 later: the session is recorded ``interrupted``, the server is shut down gracefully, and
 the exit status is 128+N as for any signal. A second signal before the session runs is
 not waited for: the process dies of it, as it would have without mcptape's handlers (a
-start-up stuck somewhere must stay killable).
+start-up stuck somewhere must stay killable), said in one line.
+
+``replay`` runs one session per recording: between two (writing one's frames, comparing,
+the report) a signal is noted the same way, with ``after`` the signal that stopped the
+session, so that one more is the second and gives up.
 """
 
 from __future__ import annotations
@@ -26,23 +30,34 @@ from types import FrameType
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _caught: list[int] = []
+_before = 0  # signals that came before the noting began (they stopped a session)
 
 
-def catch_early(signals: Sequence[int]) -> None:
-    """Note ``signals`` from now until a session's event loop takes them over (main thread only)."""
+def catch_early(signals: Sequence[int], *, after: Sequence[int] = ()) -> None:
+    """Note ``signals`` from now until a session's event loop takes them over (main thread only).
+
+    ``after``: the signals that already stopped a session of this process; the next one
+    noted is then a second signal.
+    """
+    global _before
+    _before = len(after)
     for signum in signals:
         signal.signal(signum, _note)
 
 
 def _note(signum: int, _frame: FrameType | None) -> None:
     _caught.append(signum)
-    if len(_caught) > 1:
+    if len(_caught) + _before > 1:
+        name = signal.Signals(signum).name
+        os.write(2, f"mcptape: {name} again: giving up; what was not written is lost\n".encode())
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
 
 def take_early() -> list[int]:
     """The signals noted so far, in order; none are noted afterwards (until they come again)."""
+    global _before
     caught = list(_caught)
     _caught.clear()
+    _before = 0
     return caught

@@ -25,6 +25,7 @@ from mcptape.wire.protocol import PROMPTS_GET, TOOLS_CALL
 MATCH: Final = "match"
 DIFFERS: Final = "differs"
 MISSING: Final = "no response"
+NOT_REPLAYED: Final = "not replayed"  # the replay was interrupted before it was answered
 
 
 @dataclass
@@ -57,10 +58,15 @@ class SessionResult:
     exchanges: list[ExchangeResult]
     replay_id: str | None = None
     error: str | None = None  # the replay could not run
+    interrupted: str | None = None  # the signal that stopped the replay (SIGINT) before its end
 
     @property
     def failed(self) -> list[ExchangeResult]:
-        return [e for e in self.exchanges if e.status != MATCH]
+        return [e for e in self.exchanges if e.status not in (MATCH, NOT_REPLAYED)]
+
+    @property
+    def not_replayed(self) -> int:
+        return sum(1 for e in self.exchanges if e.status == NOT_REPLAYED)
 
 
 def _body(message: dict[str, Any] | None) -> Any:
@@ -184,6 +190,15 @@ def compare_tapes(recorded: Tape, replayed: Tape, normaliser: Normaliser) -> lis
     return results
 
 
+def cut_short(results: list[ExchangeResult]) -> None:
+    """A replay a signal stopped: what had no response was not replayed (never sent, or
+    stopped before its answer), which says nothing of the server."""
+    for result in results:
+        if result.status == MISSING:
+            result.status = NOT_REPLAYED
+            result.differences = []
+
+
 def _take(pool: list[Item], item: Item) -> bool:
     """Remove ``item`` from ``pool`` if it is there (by identity): it is still unmatched."""
     for k, candidate in enumerate(pool):
@@ -234,7 +249,10 @@ def format_session(result: SessionResult) -> list[str]:
     if result.error:
         return [f"{result.source}: could not replay: {result.error}"]
     failed = result.failed
-    head = f"{result.source}: {len(result.exchanges) - len(failed)}/{len(result.exchanges)} exchanges match"
+    matched = len(result.exchanges) - len(failed) - result.not_replayed
+    head = f"{result.source}: {matched}/{len(result.exchanges)} exchanges match"
+    if result.interrupted:
+        head += f", {result.not_replayed} not replayed (interrupted by {result.interrupted})"
     lines = [head + (f" (replay {result.replay_id[:12]})" if result.replay_id else "")]
     for exchange in failed:
         lines += ["  " + line for line in format_exchange(exchange)]
@@ -245,8 +263,12 @@ def summary_line(results: Sequence[SessionResult]) -> str:
     """``replayed 2 recordings, 14 exchanges: 13 match, 1 differs``."""
     total = sum(len(r.exchanges) for r in results)
     bad = sum(len(r.failed) for r in results)
+    skipped = sum(r.not_replayed for r in results)
     errors = sum(1 for r in results if r.error)
-    text = f"replayed {len(results)} recording(s), {total} exchanges: {total - bad} match, {bad} differ"
+    text = f"replayed {len(results)} recording(s), {total} exchanges: {total - bad - skipped} match, {bad} differ"
+    stopped = next((r.interrupted for r in results if r.interrupted), None)
+    if stopped:
+        text += f", {skipped} not replayed (interrupted by {stopped})"
     return text + (f", {errors} could not run" if errors else "")
 
 
@@ -274,12 +296,13 @@ def report_json(results: Sequence[SessionResult]) -> dict[str, Any]:
 
     return {
         "summary": summary_line(results),
-        "ok": all(not r.error and not r.failed for r in results),
+        "ok": all(not r.error and not r.failed and not r.interrupted for r in results),
         "recordings": [
             {
                 "source": r.source,
                 "replay_session": r.replay_id,
                 "error": r.error,
+                "interrupted": r.interrupted,
                 "exchanges": [exchange(e) for e in r.exchanges],
             }
             for r in results
@@ -307,9 +330,10 @@ def report_junit(results: Sequence[SessionResult]) -> str:
     for r in results:
         failures = len(r.failed)
         errors = 1 if r.error else 0
+        skipped = f' skipped="{r.not_replayed}"' if r.interrupted else ""
         out.append(
             f"  <testsuite name={_attr(r.source)} tests={quoteattr(str(len(r.exchanges) or errors))} "
-            f'failures="{failures}" errors="{errors}">'
+            f'failures="{failures}" errors="{errors}"{skipped}>'
         )
         if r.error:
             out.append(f'    <testcase name="replay" classname={_attr(r.source)}>')
@@ -317,7 +341,11 @@ def report_junit(results: Sequence[SessionResult]) -> str:
             out.append("    </testcase>")
         for e in r.exchanges:
             out.append(f"    <testcase name={_attr(e.label())} classname={_attr(r.source)}>")
-            if e.status != MATCH:
+            if e.status == NOT_REPLAYED:
+                out.append(
+                    f"      <skipped message={_attr(f'not replayed: interrupted by {r.interrupted}')}/>"
+                )
+            elif e.status != MATCH:
                 text = "\n".join(format_exchange(e))
                 out.append(f"      <failure message={_attr(e.status)}>{escape(_xml_chars(text))}</failure>")
             out.append("    </testcase>")

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from mcptape.assemble import OwnStore, SessionPlan, assemble
+from mcptape.proxy.early_signals import catch_early, take_early
 from mcptape.proxy.link import Link
 from mcptape.proxy.links.process import ProcessLink, SpawnError
 from mcptape.redact import redact_command
-from mcptape.replay.compare import DIFFERS, ExchangeResult, SessionResult, compare_tapes
+from mcptape.replay.compare import DIFFERS, ExchangeResult, SessionResult, compare_tapes, cut_short
 from mcptape.replay.matchers import Difference
 from mcptape.replay.normalise import Normaliser
 from mcptape.replay.player import TapePlayer
@@ -28,7 +29,6 @@ from mcptape.replay.tape import Tape, TapeFrame
 from mcptape.terminal import say as _say
 from mcptape.wire.protocol import DISCOVER
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
 PROGRESS_EVERY = 250
 
 
@@ -52,6 +52,9 @@ class ReplayPlan:
     upstream_link: Callable[[], Link] | None = None
     transport: str = "stdio"
     otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
+    # The signals that stop a replay (the command line's; none where a host process owns
+    # its signals, as `mcptape mcp` does). Noted from the end of one session to the next.
+    signals: tuple[int, ...] = ()
 
 
 @dataclass
@@ -107,15 +110,22 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
         # Nobody is waiting on a replay's first frame: open the store (while the server
         # starts) before driving, rather than holding frames for it mid-replay.
         await session.store.opened()
-    outcome = await session.run(SIGNALS)
-    stopped_by = session.stopped_by
+    outcome = await session.run(plan.signals)
+    if plan.signals:
+        # Writing the frames and comparing may take a while: a signal now ends the replay
+        # after this recording, and one after the signal that stopped it gives up.
+        catch_early(plan.signals, after=session.stopped_by)
     replay_id = None
     if session.store is not None:
         if not await session.finish_store():
             _say(f"warning: the replay of {tape.source} could not be recorded fully into {session.where()}")
         replay_id = session.store.session_id
+    cut_by = session.stopped_by  # the signals that stopped the session (late ones come after it)
+    stopped_by = cut_by + (take_early() if plan.signals else [])
     replayed = player.replayed_tape()
     results = compare_tapes(tape, replayed, plan.normaliser)
+    if cut_by:
+        cut_short(results)  # what had no answer yet was stopped, not left unanswered by the server
     if player.notifications_dropped:
         results.append(_flood(tape, player))
     error = None
@@ -127,8 +137,11 @@ async def replay_tape(tape: Tape, plan: ReplayPlan) -> Replayed:
             # The link's own words (cannot reach ..., and why) say more than how the session ended.
             error = unreachable or outcome.error or "the server ended before answering"
             error += _revision_hint(tape, error)
+    interrupted = signal.Signals(cut_by[0]).name if cut_by else None
     return Replayed(
-        SessionResult(tape.source, [] if error else results, replay_id=replay_id, error=error),
+        SessionResult(
+            tape.source, [] if error else results, replay_id=replay_id, error=error, interrupted=interrupted
+        ),
         player.seen,
         stopped_by[0] if stopped_by else None,
     )

@@ -1,0 +1,115 @@
+"""Test helper: signal a running `mcptape` mid-burst, then look at what it left behind.
+
+:class:`Signalled` starts mcptape with its stderr read line by line (so a test waits for
+an observable point, such as a progress line, before it signals) and its stdout in a
+file; :func:`child_pids` names the processes it started, to check none outlives it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import threading
+from pathlib import Path
+from typing import IO, Any
+
+from tests.helpers.paths import MCPTAPE
+
+WAIT_S = 60.0  # bounds on waiting for a line or an exit: a hang fails, never a slow machine
+
+
+def child_pids(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def echo_tape(path: Path, count: int) -> Path:
+    """A JSONL recording (`mcptape export`'s format) of a handshake and ``count`` echo calls
+    to server-everything, each answered as server-everything answers it."""
+    lines = []
+
+    def frame(direction: str, message: dict[str, Any]) -> None:
+        lines.append(json.dumps({"dir": direction, "t": 0.0, "frame": json.dumps(message)}))
+
+    frame(
+        "c2s",
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+    )
+    frame("s2c", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18", "capabilities": {}}})
+    frame("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    for i in range(1, count + 1):
+        call = {"name": "echo", "arguments": {"message": f"m{i}"}}
+        frame("c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call})
+        frame(
+            "s2c",
+            {"jsonrpc": "2.0", "id": i, "result": {"content": [{"type": "text", "text": f"Echo: m{i}"}]}},
+        )
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+class Signalled:
+    """``mcptape ARGS...`` running, its stderr lines in a queue, its stdout in ``stdout_file``."""
+
+    def __init__(self, *args: str, stdout_file: Path, stdin: int | IO[bytes] = subprocess.DEVNULL) -> None:
+        self.stdout_file = stdout_file
+        with open(stdout_file, "wb") as out:
+            self.proc = subprocess.Popen(
+                [*MCPTAPE, *args], stdin=stdin, stdout=out, stderr=subprocess.PIPE, env=dict(os.environ)
+            )
+        self.stderr: list[str] = []
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self._lines.put(raw.decode("utf-8", "replace"))
+        self._lines.put(None)
+
+    def wait_for(self, text: str) -> str:
+        """The first stderr line (from here on) holding ``text``; fails if mcptape ends first."""
+        while True:
+            line = self._lines.get(timeout=WAIT_S)
+            if line is None:
+                raise AssertionError(f"mcptape ended before saying {text!r}: {''.join(self.stderr)}")
+            self.stderr.append(line)
+            if text in line:
+                return line
+
+    def finish(self) -> tuple[int, str]:
+        """Its exit status and its whole stderr, once it has exited."""
+        code = self.proc.wait(timeout=WAIT_S)
+        self._reader.join(timeout=WAIT_S)
+        while True:
+            line = self._lines.get_nowait() if not self._lines.empty() else None
+            if line is None:
+                break
+            self.stderr.append(line)
+        return code, "".join(self.stderr)
+
+    def stdout(self) -> str:
+        return self.stdout_file.read_text(encoding="utf-8")
