@@ -164,8 +164,8 @@ def proxy(
     Authorization reaches the upstream). The token is $MCPTAPE_PROXY_TOKEN,
     else a new one printed once and written to --token-file. Host and Origin
     are checked against DNS rebinding (403). Only registry entries can be
-    started. Ctrl-C or SIGTERM closes every session, stops every upstream and
-    flushes the recording.
+    started. Ctrl-C, SIGTERM or SIGHUP closes every session, stops every
+    upstream and flushes the recording.
 
     \b
     Examples:

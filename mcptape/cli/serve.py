@@ -144,8 +144,8 @@ def serve(
     answer goes to the client and into the recording.
 
     With --listen HOST:PORT it serves over streamable HTTP and legacy SSE
-    instead, until Ctrl-C or SIGTERM, as `mcptape proxy` serves an upstream:
-    Host and Origin are checked, and requests need a token
+    instead, until Ctrl-C, SIGTERM or SIGHUP, as `mcptape proxy` serves an
+    upstream: Host and Origin are checked, and requests need a token
     ($MCPTAPE_PROXY_TOKEN, else a new one printed once and written to
     --token-file) unless --no-auth. Each client session is played the
     recording from its start, and recorded as its own session.

@@ -12,15 +12,18 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from mcptape.gateway.app import Gateway, GatewayConfig
+from mcptape.proxy.early_signals import STOP_SIGNALS
 from mcptape.proxy.heap import settle_heap
 from mcptape.terminal import say as _say
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# SIGHUP too: a gateway in a terminal gets it when the terminal closes, and its default
+# action left every session row `running` and every upstream that outlives its stdin behind.
+SIGNALS = STOP_SIGNALS
 CONNECTION_IDLE_S = 60.0  # a connection with no request under way, or one half sent, is closed after it
 
 
 async def announce_and_wait(lines: list[str], config: GatewayConfig, announce_token: str | None) -> str:
-    """Say ``lines``, the new token (once) and "ready", then wait for SIGINT/SIGTERM; its name.
+    """Say ``lines``, the new token (once) and "ready", then wait for SIGINT/SIGTERM/SIGHUP; its name.
 
     What the gateway and ``serve --listen`` print when they listen, and how they stop.
     """
@@ -82,7 +85,7 @@ async def serve_gateway(
     describe: Callable[[str], list[str]],
     stopping: Callable[[str], None] | None = None,
 ) -> str | None:
-    """Listen, announce ``describe(base_url)``, serve until SIGINT/SIGTERM, shut down.
+    """Listen, announce ``describe(base_url)``, serve until SIGINT/SIGTERM/SIGHUP, shut down.
 
     Returns what stopped it, or None when it could not listen (said on stderr).
     """
@@ -135,7 +138,7 @@ def _late_signal(signum: int, late: list[int], gateway: Gateway) -> None:
 
 
 async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:
-    """Serve until SIGINT/SIGTERM; returns the exit status (0 after a clean shutdown)."""
+    """Serve until SIGINT/SIGTERM/SIGHUP; returns the exit status (0 after a clean shutdown)."""
     gateway = Gateway(config)
 
     def describe(base: str) -> list[str]:

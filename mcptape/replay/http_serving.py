@@ -11,7 +11,6 @@ as mode ``serve`` whose ``replay_of`` is the recording. The recording is served 
 
 from __future__ import annotations
 
-import signal
 from typing import Final
 
 from mcptape.assemble import SessionPlan
@@ -26,7 +25,6 @@ from mcptape.replay.serving import ServePlan, forward_problem, open_fallback, se
 from mcptape.terminal import say as _say
 
 NAME: Final = "tape"
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class TapeUpstreams:
@@ -62,7 +60,7 @@ def tape_config(host: str, port: int, token: str | None, db: str | None, grace: 
 
 
 async def run_serve_http(plan: ServePlan, config: GatewayConfig, announce_token: str | None) -> int:
-    """Serve the tape over HTTP until SIGINT/SIGTERM; the exit status (see ``serve --strict``)."""
+    """Serve the tape over HTTP until SIGINT/SIGTERM/SIGHUP; the exit status (see ``serve --strict``)."""
     problem = forward_problem(plan)
     if problem is not None:
         _say(f"error: {problem}")
