@@ -8,6 +8,7 @@ its stdin (timers, as server-everything has) gets SIGTERM after call's short EOF
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -42,5 +43,39 @@ def test_a_server_that_ignores_stdin_eof_gets_sigterm_soon_and_its_cleanup_is_no
         assert con.execute("select mode, status, exit_code from sessions").fetchall() == [
             ("call", "closed", 0)
         ]
+    finally:
+        con.close()
+
+
+def test_sighup_ends_a_follow_and_shuts_down_a_server_that_outlives_its_stdin(tmp_path: Path) -> None:
+    report, db = tmp_path / "report.json", tmp_path / "rec.db"
+    server = [sys.executable, "-m", "tests.servers.lingering_mcp", str(report)]
+    argv = [
+        *MCPTAPE,
+        "call",
+        "-m",
+        "tools/list",
+        "--follow",
+        "--timeout",
+        "60",
+        "--db",
+        str(db),
+        "--",
+        *server,
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # the result: following from here on
+    proc.send_signal(signal.SIGHUP)  # the terminal closed
+    _, err_text = proc.communicate(timeout=60)
+
+    assert proc.returncode == 0, err_text  # a signal ends a follow, as SIGINT and SIGTERM do
+    assert "Traceback" not in err_text
+    assert json.loads(first)["result"]["tools"][0]["name"] == "add"
+    # The server got its SIGTERM and cleaned up: it is not left running.
+    assert json.loads(report.read_text())["eof_to_sigterm_s"] is not None
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("select mode, status from sessions").fetchall() == [("call", "closed")]
     finally:
         con.close()

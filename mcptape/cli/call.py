@@ -300,7 +300,7 @@ def call(command: tuple[str, ...], **opts: Any) -> None:
       1      usage, validation, transport or capability error
       2      the server answered with a JSON-RPC error (or isError, see above)
       124    --timeout exceeded
-      128+N  stopped by signal N (with --follow, SIGINT and SIGTERM end it: 0)
+      128+N  stopped by signal N (a signal ends --follow: 0)
 
     \b
     Examples:

@@ -23,11 +23,14 @@ from mcptape.client.methods import Call, perform
 from mcptape.client.output import dumps, envelope, error_line, event, log_line
 from mcptape.client.script import ScriptStep, resolve
 from mcptape.client.session import CallSession, SessionOptions, Target
+from mcptape.proxy.early_signals import STOP_SIGNALS
 
 if TYPE_CHECKING:  # the OAuth steps (hashlib, secrets) load only when one runs
     from mcptape.client.oauth import OAuthCall
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# SIGHUP too (the terminal closed): its default action left the server running (one that
+# outlives its stdin, for good) and the session unrecorded.
+SIGNALS = STOP_SIGNALS
 STEP_TO_CALL = {
     "params": "params",
     "toolName": "tool_name",
