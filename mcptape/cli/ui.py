@@ -160,13 +160,13 @@ async def _serve(store: Any, host: str, port: int, hub: Any = None) -> int:
     import asyncio
     import logging
     import os
-    import signal
 
     from aiohttp import web
 
     from mcptape.config.registry import known_upstreams
     from mcptape.gateway.listener import CONNECTION_IDLE_S, one_line_bad_http
     from mcptape.gateway.security import new_token
+    from mcptape.proxy.early_signals import STOP_SIGNALS
     from mcptape.terminal import say
     from mcptape.view.app import TOKEN_ENV, Viewer
     from mcptape.view.client_api import client_app
@@ -192,7 +192,9 @@ async def _serve(store: Any, host: str, port: int, hub: Any = None) -> int:
     viewer.bound(sockets[0].getsockname()[1] if sockets else port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    # SIGHUP too (its terminal closed): the default action left the servers the page
+    # started running, and their sessions `running`.
+    for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, stop.set)
     say(f"viewing {store.where}; open this URL (it holds the token, shown once); Ctrl-C stops")
     click.echo(viewer.url)
