@@ -14,6 +14,9 @@ the exit status is 128+N as for any signal. A second signal before the session r
 not waited for: the process dies of it, as it would have without mcptape's handlers (a
 start-up stuck somewhere must stay killable), said in one line.
 
+A process whose work needs no clean-up of its own (``mcptape mcp``, which writes
+nothing) rather dies of such a signal at once: :func:`die_on`.
+
 ``replay`` runs one session per recording: between two (writing one's frames, comparing,
 the report) a signal is noted the same way, with ``after`` the signal that stopped the
 session, so that one more is the second and gives up.
@@ -61,3 +64,23 @@ def take_early() -> list[int]:
     _caught.clear()
     _before = 0
     return caught
+
+
+def die_on(signals: Sequence[int]) -> None:
+    """End the process by the default action of each of ``signals`` (main thread only).
+
+    Python's own SIGINT is a KeyboardInterrupt: it would leave an SDK stdio server
+    waiting on its stdin reader thread, Ctrl-C doing nothing until a line came.
+    """
+    for signum in signals:
+        signal.signal(signum, _die)
+
+
+def _die(signum: int, _frame: FrameType | None) -> None:
+    die_of(signum)
+
+
+def die_of(signum: int) -> None:
+    """End the process by ``signum``, as if it had no handler for it."""
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)

@@ -53,7 +53,7 @@ class ReplayPlan:
     transport: str = "stdio"
     otlp: str | None = None  # an OTLP/HTTP receiver: export spans and metrics there
     # The signals that stop a replay (the command line's; none where a host process owns
-    # its signals, as `mcptape mcp` does). Noted from the end of one session to the next.
+    # its signals). Noted from the end of one session to the next.
     signals: tuple[int, ...] = ()
 
 

@@ -41,7 +41,17 @@ def replay_plan(name: str, config_path: str | None, timeout: float) -> ReplayPla
         spec = resolve_upstream(name, config_path)
     except ConfigError as exc:
         raise ToolFailure(f"replay runs registered servers only: {exc}") from None
-    common: dict[str, Any] = {"db": None, "record": False, "timeout": timeout, "progress": False}
+    from mcptape.proxy.early_signals import STOP_SIGNALS
+
+    # A signal mid-replay shuts the replayed server down before `mcptape mcp` ends: dying
+    # at once would leave it running (in a process group of its own, it gets no signal).
+    common: dict[str, Any] = {
+        "db": None,
+        "record": False,
+        "timeout": timeout,
+        "progress": False,
+        "signals": STOP_SIGNALS,
+    }
     if spec.transport == "stdio" and spec.command:
         from mcptape.config.wrap import wrapped_split
 

@@ -167,4 +167,9 @@ async def serve_stdio(recordings: Recordings) -> None:
 
 
 def main(db: str | None, config_path: str | None) -> None:
+    from mcptape.proxy.early_signals import STOP_SIGNALS, die_on
+
+    # Nothing to write: a signal ends the server at once (a replay in flight first shuts its
+    # server down: see Recordings.replay).
+    die_on(STOP_SIGNALS)
     anyio.run(serve_stdio, Recordings(db, config_path))

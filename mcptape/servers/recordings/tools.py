@@ -221,6 +221,7 @@ class Recordings:
     async def replay(self, arguments: Any) -> dict[str, Any]:
         import anyio
 
+        from mcptape.proxy.early_signals import STOP_SIGNALS, die_of, die_on
         from mcptape.replay.compare import report_json, summary_line
         from mcptape.replay.run import replay_tape
         from mcptape.servers.recordings.replaying import load_tape, replay_plan
@@ -233,6 +234,11 @@ class Recordings:
         plan = replay_plan(name, self.config_path, timeout)
         tape = await anyio.to_thread.run_sync(load_tape, self.store(), ref)
         replayed = await replay_tape(tape, plan)
+        # The replay's session took the signals over, to shut the replayed server down:
+        # they end the server again, and one that stopped the replay ends it now.
+        die_on(STOP_SIGNALS)
+        if replayed.interrupted_by is not None:
+            die_of(replayed.interrupted_by)
         result = replayed.result
         if result.error is not None:
             raise ToolFailure(f"the replay of {tape.source} against {name} could not run: {result.error}")
