@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -15,6 +15,8 @@ if TYPE_CHECKING:  # the client core loads only when a probe runs
     from mcptape.client.session import Target
     from mcptape.probe.runner import ProbeReport, ProbeSettings
     from mcptape.probe.scenarios import Scenario
+
+T = TypeVar("T")
 
 FORMAT_HELP = {
     "table": "A table of verdicts, 80 columns wide (the default).",
@@ -133,6 +135,7 @@ def probe(target: tuple[str, ...], **opts: Any) -> None:
       0  every scenario passed or is not offered (--direct: the proxy breaks none)
       1  a scenario failed (with --direct: the proxy breaks one)
       2  usage error, or the target cannot be started or reached
+      128+N  stopped by signal N (every server it started is shut down first)
 
     \b
     Examples:
@@ -184,7 +187,12 @@ def probe(target: tuple[str, ...], **opts: Any) -> None:
         + f": {what}"
     )
     try:
-        report, direct_report = asyncio.run(_run(main, direct, scenarios, settings))
+        report, direct_report = asyncio.run(_stoppable(_run(main, direct, scenarios, settings)))
+    except Stopped as stop:
+        import signal
+
+        say(f"stopped by {signal.Signals(stop.signum).name}")
+        sys.exit(128 + stop.signum)
     except Exception as exc:
         from mcptape.probe.runner import Unreachable
 
@@ -205,6 +213,50 @@ def probe(target: tuple[str, ...], **opts: Any) -> None:
             f"{sessions} sessions recorded into {report.recorded} (mode probe, named {settings.name}:SCENARIO)"
         )
     sys.exit(0 if ok(report, diffs) else 1)
+
+
+class Stopped(Exception):
+    """A signal stopped the probe (its servers shut down)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+
+async def _stoppable(work: Awaitable[T]) -> T:
+    """``work``, cancelled by SIGINT, SIGTERM or SIGHUP: each scenario then shuts its server
+    down and writes its session (the default actions left the servers running); a second
+    signal gives up on them."""
+    import asyncio
+
+    from mcptape.proxy.early_signals import STOP_SIGNALS
+
+    task = asyncio.ensure_future(work)
+    stopped: list[int] = []
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        stopped.append(signum)
+        if len(stopped) > 1:
+            import os
+            import signal
+
+            from mcptape.terminal import say
+
+            say(f"{signal.Signals(signum).name} again: not waiting for the servers to exit")
+            os._exit(128 + stopped[0])
+        task.cancel()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, on_signal, signum)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not stopped:
+            raise
+        raise Stopped(stopped[0]) from None
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
 
 
 async def _run(

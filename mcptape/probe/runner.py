@@ -9,7 +9,6 @@ run at once. Each is bounded by the scenario time limit, its session included.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
@@ -132,16 +131,39 @@ async def run_scenario(
             status, detail = FAIL, f"the probe itself failed: {type(exc).__name__}: {short(str(exc))}"
         seconds = time.monotonic() - started
     finally:
-        # Also when the run is interrupted (Ctrl-C): servers are shut down, sessions written.
+        # Also when the run is interrupted (a signal cancels it): servers are shut down,
+        # sessions written.
+        interrupted = False
         for session in sessions:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(session.close(), CLOSE_WAIT)
+            interrupted = await _close(session) or interrupted
             where = session.where() or where
+        if interrupted:
+            raise asyncio.CancelledError
     revision = sessions[-1].hello.protocol_version if sessions and sessions[-1].hello else None
     store = sessions[-1].session.store if sessions and sessions[-1].session else None
     result = Result(scenario, status, detail, seconds, revision, store.session_id if store else None)
     result.unreachable = unreachable is not None and revision is None
     return result, where
+
+
+async def _close(session: CallSession) -> bool:
+    """Close ``session`` (within CLOSE_WAIT) to its end; True if the run was cancelled meanwhile.
+
+    A cancellation (a signal) that came while a scenario closed its session cut the close
+    short: its server, stdin closed but never sent SIGTERM, was left running.
+    """
+    closing = asyncio.ensure_future(asyncio.wait_for(session.close(), CLOSE_WAIT))
+    cancelled = False
+    while not closing.done():
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            cancelled = cancelled or not closing.done()
+        except Exception:
+            break
+    if not closing.cancelled():
+        closing.exception()  # a close that failed or timed out does not change the verdict
+    return cancelled
 
 
 async def run_probe(
