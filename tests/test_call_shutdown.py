@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.debug_script import wait_until_gone
 from tests.helpers.paths import MCPTAPE, ROOT
+from tests.helpers.signalling import child_pids
 
 pytestmark = pytest.mark.slow
 
@@ -79,3 +81,25 @@ def test_sighup_ends_a_follow_and_shuts_down_a_server_that_outlives_its_stdin(tm
         assert con.execute("select mode, status from sessions").fetchall() == [("call", "closed")]
     finally:
         con.close()
+
+
+def test_a_signal_while_call_shuts_its_server_down_still_ends_that_server(tmp_path: Path) -> None:
+    # Ignores SIGTERM, says when its stdin closed: the signal lands within call's shutdown.
+    server = [sys.executable, "-m", "tests.servers.lingering_mcp", str(tmp_path / "r.json"), "--stubborn"]
+    argv = [*MCPTAPE, "call", "-m", "tools/list", "-v", "--no-record", "--", *server]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    assert proc.stderr is not None
+    seen, servers = [], []
+    for line in proc.stderr:
+        seen.append(line)
+        servers = servers or child_pids(proc.pid)
+        if "stdin closed" in line:
+            break
+    assert servers, "".join(seen)
+    proc.send_signal(signal.SIGTERM)  # after stdin closed, before the SIGKILL the grace ends in
+    _, rest = proc.communicate(timeout=60)
+    err_text = "".join(seen) + rest
+
+    assert proc.returncode == 128 + signal.SIGTERM, err_text
+    assert "Traceback" not in err_text and "stopped by SIGTERM" in err_text
+    assert all(wait_until_gone(pid) for pid in servers)  # not left running for good

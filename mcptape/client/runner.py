@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import signal
 import sys
 import time
@@ -22,7 +23,7 @@ from mcptape.client.errors import ClientError, ClientTimeout, ToolError, exit_st
 from mcptape.client.methods import Call, perform
 from mcptape.client.output import dumps, envelope, error_line, event, log_line
 from mcptape.client.script import ScriptStep, resolve
-from mcptape.client.session import CallSession, SessionOptions, Target
+from mcptape.client.session import CallSession, SessionOptions, Target, close_fully
 from mcptape.proxy.early_signals import STOP_SIGNALS
 
 if TYPE_CHECKING:  # the OAuth steps (hashlib, secrets) load only when one runs
@@ -222,8 +223,11 @@ class Runner:
 
         def on_signal(signum: int) -> None:
             # A signal ends a follow normally; anything else is cut short (the server is
-            # still shut down and the session recorded).
-            self.signalled = self.signalled or signum
+            # still shut down and the session recorded); a second gives up on that.
+            if self.signalled is not None:
+                self.say(f"{signal.Signals(signum).name} again: not waiting for the server to exit")
+                os._exit(128 + self.signalled)
+            self.signalled = signum
             if self._following:
                 self._stop_following.set()
             else:
@@ -280,7 +284,9 @@ class Runner:
         finally:
             for task in list(self._follow_tasks):
                 task.cancel()
-            await self.session.close()
+            # A signal cancels the run: the server is still shut down to the end.
+            if await close_fully(self.session):
+                raise asyncio.CancelledError
         if fatal is not None:
             method = first_method if not self.outcomes else "script"
             self.outcomes.append(StepOutcome(method, None, fatal, time.monotonic() - started, self._whole()))

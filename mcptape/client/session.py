@@ -305,3 +305,24 @@ class CallSession:
     def where(self) -> str | None:
         """Where the session is recorded, once the server is reached."""
         return self.session.where() if self.session is not None else None
+
+
+async def close_fully(session: CallSession, within: float | None = None) -> bool:
+    """Close ``session`` (within ``within`` seconds) to its end; True if the caller was
+    cancelled meanwhile (a signal), for it to raise the cancellation once closed.
+
+    A cancellation cut a close short once the server's stdin was closed but before its
+    SIGTERM: a server that outlives its stdin was left running.
+    """
+    closing = asyncio.ensure_future(asyncio.wait_for(session.close(), within))
+    cancelled = False
+    while not closing.done():
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            cancelled = cancelled or not closing.done()
+        except Exception:
+            break
+    if not closing.cancelled():
+        closing.exception()  # a close that failed or timed out is the caller's to say, if at all
+    return cancelled

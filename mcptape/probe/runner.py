@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from mcptape.client.core import Timeouts
 from mcptape.client.errors import ClientError, ConnectError
-from mcptape.client.session import CallSession, SessionOptions, Target
+from mcptape.client.session import CallSession, SessionOptions, Target, close_fully
 from mcptape.probe.answers import CLIENT_CAPABILITIES
 from mcptape.probe.context import (
     DEFAULT_REVISION,
@@ -135,7 +135,7 @@ async def run_scenario(
         # sessions written.
         interrupted = False
         for session in sessions:
-            interrupted = await _close(session) or interrupted
+            interrupted = await close_fully(session, CLOSE_WAIT) or interrupted
             where = session.where() or where
         if interrupted:
             raise asyncio.CancelledError
@@ -144,26 +144,6 @@ async def run_scenario(
     result = Result(scenario, status, detail, seconds, revision, store.session_id if store else None)
     result.unreachable = unreachable is not None and revision is None
     return result, where
-
-
-async def _close(session: CallSession) -> bool:
-    """Close ``session`` (within CLOSE_WAIT) to its end; True if the run was cancelled meanwhile.
-
-    A cancellation (a signal) that came while a scenario closed its session cut the close
-    short: its server, stdin closed but never sent SIGTERM, was left running.
-    """
-    closing = asyncio.ensure_future(asyncio.wait_for(session.close(), CLOSE_WAIT))
-    cancelled = False
-    while not closing.done():
-        try:
-            await asyncio.shield(closing)
-        except asyncio.CancelledError:
-            cancelled = cancelled or not closing.done()
-        except Exception:
-            break
-    if not closing.cancelled():
-        closing.exception()  # a close that failed or timed out does not change the verdict
-    return cancelled
 
 
 async def run_probe(

@@ -2,7 +2,8 @@
 
 ``python -m tests.servers.lingering_mcp REPORT``: answers as tiny_mcp until stdin
 closes, then waits; on SIGTERM it takes 0.3 s to "clean up", writes REPORT (JSON:
-seconds from stdin EOF to SIGTERM) and exits 0.
+seconds from stdin EOF to SIGTERM) and exits 0. With ``--stubborn`` after REPORT it
+says "stdin closed" on stderr at EOF and ignores SIGTERM: only SIGKILL ends it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def main() -> None:
             json.dump({"eof_to_sigterm_s": termed - eof_at[0] if eof_at else None}, file)
         sys.exit(0)
 
-    signal.signal(signal.SIGTERM, on_term)
+    stubborn = "--stubborn" in sys.argv[2:]
+    signal.signal(signal.SIGTERM, signal.SIG_IGN if stubborn else on_term)
     for line in sys.stdin:
         if line.strip():
             reply = answer(json.loads(line))
@@ -34,6 +36,9 @@ def main() -> None:
                 sys.stdout.write(json.dumps(reply) + "\n")
                 sys.stdout.flush()
     eof_at.append(time.monotonic())
+    if stubborn:
+        sys.stderr.write("stdin closed\n")
+        sys.stderr.flush()
     time.sleep(30)
 
 
