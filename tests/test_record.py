@@ -17,6 +17,7 @@ import pytest
 from tests.helpers.db import query
 from tests.helpers.paths import MCPTAPE
 from tests.helpers.recording import RAW_ECHO, Recording, frame_bytes
+from tests.helpers.signalling import catching, serve_fifo
 
 pytestmark = pytest.mark.slow
 
@@ -220,29 +221,6 @@ def test_sigint_stops_recording_cleanly(db_path: Path) -> None:
     assert query(db_path, "select status from sessions") == [("interrupted",)]
 
 
-def _catching(pid: int, signum: int) -> bool:
-    """Whether process ``pid`` has a handler of its own for ``signum`` (its SigCgt mask)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("SigCgt:"):
-            return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
-    return False
-
-
-def _serve_fifo(fifo: Path, text: bytes, proc: subprocess.Popen[bytes]) -> None:
-    """Give ``text`` to every open of ``fifo`` for reading, while ``proc`` runs."""
-    while proc.poll() is None:
-        try:
-            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:  # ENXIO: nobody is reading it yet
-            time.sleep(0.005)
-            continue
-        try:
-            os.write(fd, text)
-        finally:
-            os.close(fd)
-        time.sleep(0.05)  # the reader sees the end of the file before the next open
-
-
 def test_a_signal_while_record_starts_up_stops_the_session_cleanly(db_path: Path, tmp_path: Path) -> None:
     # record reads --config before its heavy imports, the store and the server: a FIFO
     # holds it there, so the signal comes in that window every time. It used to end
@@ -253,12 +231,12 @@ def test_a_signal_while_record_starts_up_stops_the_session_cleanly(db_path: Path
     rec = Recording(db_path, [], "--upstream", "echo", "--config", str(fifo))
     try:
         deadline = time.monotonic() + 30
-        while not _catching(rec.proc.pid, signal.SIGTERM):
+        while not catching(rec.proc.pid, signal.SIGTERM):
             assert time.monotonic() < deadline and rec.proc.poll() is None
             time.sleep(0.002)
         rec.send(b'{"jsonrpc":"2.0","id":1,"method":"m"}\n')
         rec.proc.send_signal(signal.SIGTERM)
-        feeder = threading.Thread(target=_serve_fifo, args=(fifo, config, rec.proc), daemon=True)
+        feeder = threading.Thread(target=serve_fifo, args=(fifo, config, rec.proc), daemon=True)
         feeder.start()
         assert rec.wait() == 128 + signal.SIGTERM
         feeder.join(5)

@@ -155,6 +155,12 @@ def serve(
       mcptape serve weather --on-miss forward --url http://127.0.0.1:3001/mcp
       mcptape serve weather --pace fast
     """
+    if listen is None:
+        # Over stdio, before the heavy imports and the recording is read: a signal from now
+        # on stops the session cleanly, as record's does (--listen takes signals once it listens).
+        from mcptape.proxy.early_signals import STOP_SIGNALS, catch_early
+
+        catch_early(STOP_SIGNALS)
     from mcptape.replay.normalise import IgnoreRuleError, Normaliser
     from mcptape.replay.pace import parse_pace
 

@@ -12,6 +12,7 @@ import os
 import queue
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -34,6 +35,29 @@ def child_pids(pid: int) -> list[int]:
         if int(fields[1]) == pid and fields[0] != "Z":
             found.append(int(entry.name))
     return found
+
+
+def catching(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler of its own for ``signum`` (its SigCgt mask)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    return False
+
+
+def serve_fifo(fifo: Path, text: bytes, proc: subprocess.Popen[bytes]) -> None:
+    """Give ``text`` to every open of ``fifo`` for reading, while ``proc`` runs."""
+    while proc.poll() is None:
+        try:
+            fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: nobody is reading it yet
+            time.sleep(0.005)
+            continue
+        try:
+            os.write(fd, text)
+        finally:
+            os.close(fd)
+        time.sleep(0.05)  # the reader sees the end of the file before the next open
 
 
 def echo_tape(path: Path, count: int) -> Path:
