@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -117,4 +118,10 @@ def tui(
         roots=listed,
         protocol_version=version,
     )
-    ClientApp(interactive).run()
+    app = ClientApp(interactive)
+    app.run()
+    if app.stopped_by is not None:
+        import signal
+
+        click.echo(f"mcptape: stopped by {signal.Signals(app.stopped_by).name}", err=True)
+        sys.exit(128 + app.stopped_by)

@@ -118,6 +118,7 @@ class ClientApp(App[None]):
         self.reloads: dict[str, Any] = {}
         self.loading: dict[str, asyncio.Lock] = {}  # kind -> the timer of its coming reload
         self.recording: str | None = None  # the session's id in the database, once it has a row
+        self.stopped_by: int | None = None  # the signal that ended the app, if one did
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -153,7 +154,22 @@ class ClientApp(App[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        from mcptape.proxy.early_signals import STOP_SIGNALS
+
+        # A signal (kill, the terminal closed) quits as ctrl+q does: without this, SIGTERM and
+        # SIGHUP ended the app by their default action and SIGINT without closing the session,
+        # the server left running and the session `running`.
+        loop = asyncio.get_running_loop()
+        for signum in STOP_SIGNALS:
+            loop.add_signal_handler(signum, self._signalled, signum)
         self.run_worker(self._connect(), exclusive=False)
+
+    def _signalled(self, signum: int) -> None:
+        if self.stopped_by is not None:  # a second signal: not waiting for the server any more
+            self.exit()
+            return
+        self.stopped_by = signum
+        self.run_worker(self.action_quit(), exclusive=False)
 
     async def _connect(self) -> None:
         from mcptape.client.errors import ClientError

@@ -137,3 +137,60 @@ class Signalled:
 
     def stdout(self) -> str:
         return self.stdout_file.read_text(encoding="utf-8")
+
+
+class InTerminal:
+    """``mcptape ARGS...`` on a pseudo-terminal of its own (as a TUI runs), its output read on a thread."""
+
+    def __init__(self, *args: str, cwd: Path) -> None:
+        import fcntl
+        import pty
+        import struct
+        import termios
+
+        self.pid, self._fd = pty.fork()
+        if self.pid == 0:  # the child: become mcptape
+            os.chdir(cwd)
+            os.execve(MCPTAPE[0], [*MCPTAPE, *args], {**os.environ, "TERM": "xterm-256color"})
+        fcntl.ioctl(
+            self._fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 400, 0, 0)
+        )  # 400x40: long paths fit
+        self.output = bytearray()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._fd, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                return
+            if not chunk:
+                return
+            self.output += chunk
+
+    def wait_for(self, text: bytes) -> None:
+        """Until the screen has shown ``text`` (its escape sequences, which may split words, left out)."""
+        import re
+
+        deadline = time.monotonic() + WAIT_S  # a bound on a hang, not a timing assertion
+        while text not in re.sub(rb"\x1b\[[0-9;?>$]*[a-zA-Z]", b"", bytes(self.output)):
+            assert time.monotonic() < deadline, (
+                f"the terminal never showed {text!r}: {bytes(self.output[-600:])!r}"
+            )
+            time.sleep(0.05)
+
+    def finish(self) -> int:
+        """Its exit status, as a shell gives it (128+N when killed by signal N)."""
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(self.pid, 9)
+                raise AssertionError("it did not exit")
+            time.sleep(0.02)
+        self._reader.join(WAIT_S)
+        os.close(self._fd)
+        return os.waitstatus_to_exitcode(status) % 256 if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
