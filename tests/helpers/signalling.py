@@ -117,7 +117,11 @@ class Signalled:
     def wait_for(self, text: str) -> str:
         """The first stderr line (from here on) holding ``text``; fails if mcptape ends first."""
         while True:
-            line = self._lines.get(timeout=WAIT_S)
+            try:
+                line = self._lines.get(timeout=WAIT_S)
+            except queue.Empty:
+                self.proc.kill()  # the test fails: nothing it started may outlive it
+                raise AssertionError(f"mcptape never said {text!r}: {''.join(self.stderr)}") from None
             if line is None:
                 raise AssertionError(f"mcptape ended before saying {text!r}: {''.join(self.stderr)}")
             self.stderr.append(line)
@@ -126,7 +130,11 @@ class Signalled:
 
     def finish(self) -> tuple[int, str]:
         """Its exit status and its whole stderr, once it has exited."""
-        code = self.proc.wait(timeout=WAIT_S)
+        try:
+            code = self.proc.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()  # it hangs: the test fails, and nothing it started may outlive it
+            raise AssertionError(f"mcptape did not exit: {''.join(self.stderr)}") from None
         self._reader.join(timeout=WAIT_S)
         while True:
             line = self._lines.get_nowait() if not self._lines.empty() else None
@@ -175,9 +183,9 @@ class InTerminal:
 
         deadline = time.monotonic() + WAIT_S  # a bound on a hang, not a timing assertion
         while text not in re.sub(rb"\x1b\[[0-9;?>$]*[a-zA-Z]", b"", bytes(self.output)):
-            assert time.monotonic() < deadline, (
-                f"the terminal never showed {text!r}: {bytes(self.output[-600:])!r}"
-            )
+            if time.monotonic() > deadline:
+                os.kill(self.pid, 9)  # the test fails: nothing it started may outlive it
+                raise AssertionError(f"the terminal never showed {text!r}: {bytes(self.output[-600:])!r}")
             time.sleep(0.05)
 
     def finish(self) -> int:
