@@ -145,7 +145,7 @@ async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:
         return lines
 
     def stopping(reason: str) -> None:
-        _say(f"stopping ({reason}): closing {len(gateway.sessions)} session(s)")
+        _say(f"stopping ({reason}): closing {gateway.session_count()} session(s)")
 
     reason = await serve_gateway(gateway, config, announce_token, describe, stopping)
     return 2 if reason is None else 0

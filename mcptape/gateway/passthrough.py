@@ -190,6 +190,9 @@ class PassThrough:
 
         # A request in a known session is recorded while the upstream works on it; the one
         # that opens a session (the id comes with the answer) once the answer is there.
+        # A session id the gateway has not seen: if the upstream refuses it, its session ends
+        # with this answer (a client naming ids at random kept a session open for each).
+        claimed = bool(key_sid) and f"{name}:{key_sid}" not in self.sessions
         known = self._session(f"{name}:{key_sid}", name, spec, conversation) if key_sid else None
         upstream = await http.request(
             request.method,
@@ -289,6 +292,8 @@ class PassThrough:
             self.end(key, "closed", "the client deleted the session")
         elif upstream.status == 404 and key_sid:
             self.end(key, "closed", "the server no longer knows this session (404)")
+        elif claimed and upstream.status >= 400:
+            self.end(key, "closed", f"the server refused the session id the client named ({upstream.status})")
         return response
 
     def _sealed_headers(
