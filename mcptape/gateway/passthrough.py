@@ -75,10 +75,14 @@ class _HeadersWithFirstChunk(web.StreamResponse):
     _send_headers_immediately = False
 
 
+MAX_PASSED_SESSIONS = 10_000  # ~11 KB each: a gateway follows at most this many at once
+
+
 @dataclass(eq=False)
 class PassSession:
     session: Session  # assembled without links: frames are handed to its addons here
     last_active: float
+    busy: int = 0  # requests of it in flight (a GET stream may last the whole session)
 
 
 def metadata_url(resource_url: str) -> str:
@@ -115,13 +119,16 @@ class PassThrough:
         otlp: str | None = None,
         sealer: Sealer | None = None,
         replica: Callable[[], str] | None = None,
+        max_sessions: int = MAX_PASSED_SESSIONS,
     ) -> None:
         self.store = store
+        self.max_sessions = max_sessions
         self.otlp = otlp
         self.redact_names = redact_names
         # A fleet: client-facing session ids are the upstream's sealed (any replica opens them).
         self.sealer = sealer
         self.replica = replica
+        # Least recently used first: a session used again moves to the end.
         self.sessions: dict[str, PassSession] = {}
         self._http: UpstreamClient | None = None
 
@@ -131,10 +138,20 @@ class PassThrough:
         return self._http
 
     def _session(
-        self, key: str, name: str, spec: UpstreamSpec, conversation: str | None = None
+        self,
+        key: str,
+        name: str,
+        spec: UpstreamSpec,
+        conversation: str | None = None,
+        held: list[PassSession] | None = None,
     ) -> PassSession:
-        session = self.sessions.get(key)
-        if session is None:
+        """The session ``key`` names, opened if new; ``held``: in flight until the request ends."""
+        session = self.sessions.pop(key, None)
+        if session is not None:
+            self.sessions[key] = session  # the most recently used now
+        else:
+            if len(self.sessions) >= self.max_sessions:
+                self._let_go_of_one()
             plan = SessionPlan(
                 "proxy",
                 "http->http",
@@ -147,7 +164,21 @@ class PassThrough:
             )
             session = self.sessions[key] = PassSession(assemble(plan), time.monotonic())
         session.last_active = time.monotonic()
+        if held is not None:
+            session.busy += 1
+            held.append(session)
         return session
+
+    def _let_go_of_one(self) -> None:
+        """Memory stays bounded whatever clients do (most never DELETE, and each INIT opens a
+        session): the least recently used session with nothing in flight ends, as if idle. A
+        later request in it opens a new recorded session; the upstream's own is untouched."""
+        for key, session in self.sessions.items():
+            if not session.busy:
+                self.end(
+                    key, "closed", f"the least recently used of {self.max_sessions} sessions followed at once"
+                )
+                return
 
     def end(self, key: str, status: str, why: str) -> None:
         session = self.sessions.pop(key, None)
@@ -158,6 +189,25 @@ class PassThrough:
 
     async def forward(
         self, request: web.Request, name: str, spec: UpstreamSpec, token: str | None, gateway_url: str
+    ) -> web.StreamResponse:
+        """Forward one request and its answer, recording both (in flight meanwhile: neither
+        the idle sweep nor the bound ends a session while its stream is open)."""
+        held: list[PassSession] = []
+        try:
+            return await self._forward(request, name, spec, token, gateway_url, held)
+        finally:
+            for session in held:
+                session.busy -= 1
+                session.last_active = time.monotonic()  # idle from when its last stream ended
+
+    async def _forward(
+        self,
+        request: web.Request,
+        name: str,
+        spec: UpstreamSpec,
+        token: str | None,
+        gateway_url: str,
+        held: list[PassSession],
     ) -> web.StreamResponse:
         assert spec.url is not None
         http = self._http or self._client()
@@ -193,7 +243,7 @@ class PassThrough:
         # A session id the gateway has not seen: if the upstream refuses it, its session ends
         # with this answer (a client naming ids at random kept a session open for each).
         claimed = bool(key_sid) and f"{name}:{key_sid}" not in self.sessions
-        known = self._session(f"{name}:{key_sid}", name, spec, conversation) if key_sid else None
+        known = self._session(f"{name}:{key_sid}", name, spec, conversation, held) if key_sid else None
         upstream = await http.request(
             request.method,
             spec.url,
@@ -205,7 +255,7 @@ class PassThrough:
         key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
         if sid and not key_sid and self.sealer is not None:
             conversation = uuid.uuid4().hex  # a new session: every replica's rows of it share this
-        session = known or self._session(key, name, spec, conversation)
+        session = known or self._session(key, name, spec, conversation, held)
         recorded = session.session
         if sid and not key_sid:
             hidden = placeholder(sid)  # a session id opens the session: recorded like a token
@@ -341,7 +391,7 @@ class PassThrough:
     def sweep(self, idle_timeout: float) -> None:
         now = time.monotonic()
         for key, session in list(self.sessions.items()):
-            if now - session.last_active > idle_timeout:
+            if not session.busy and now - session.last_active > idle_timeout:
                 self.end(key, "closed", f"idle for more than {idle_timeout:g} s")
 
     async def close(self, reason: str) -> None:
