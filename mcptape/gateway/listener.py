@@ -80,7 +80,6 @@ async def serve_gateway(
     config: GatewayConfig,
     announce_token: str | None,
     describe: Callable[[str], list[str]],
-    stopping: Callable[[str], None] | None = None,
 ) -> str | None:
     """Listen, announce ``describe(base_url)``, serve until SIGINT/SIGTERM, shut down.
 
@@ -102,8 +101,7 @@ async def serve_gateway(
     settle_heap()  # started up: what exists now stays for the gateway's whole life
     host = f"[{config.host}]" if ":" in config.host else config.host
     reason = await announce_and_wait(describe(f"http://{host}:{port}"), config, announce_token)
-    if stopping is not None:
-        stopping(reason)
+    _say(f"stopping ({reason}): closing {gateway.session_count()} session(s)")
     # Signals keep coming while sessions close (whoever stopped us may insist): the second
     # gives up waiting for upstreams, the third gives up writing what is left.
     late: list[int] = []
@@ -144,8 +142,5 @@ async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:
             lines.append(f"  {name} ({spec.transport}): {base}/servers/{name}/mcp  {base}/servers/{name}/sse")
         return lines
 
-    def stopping(reason: str) -> None:
-        _say(f"stopping ({reason}): closing {gateway.session_count()} session(s)")
-
-    reason = await serve_gateway(gateway, config, announce_token, describe, stopping)
+    reason = await serve_gateway(gateway, config, announce_token, describe)
     return 2 if reason is None else 0
