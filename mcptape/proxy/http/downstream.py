@@ -259,11 +259,17 @@ class HttpSessionLink(DownstreamLink):
                 old.forget()
 
     def resume(self, last_event_id: str) -> tuple[EventStream, int] | None:
-        """The stream and position a ``Last-Event-ID`` names; None when unknown."""
+        """The stream and position a ``Last-Event-ID`` names; None when unknown.
+
+        Whatever the client wrote: digits no ``int`` takes (``²``, thousands of them) and a
+        number past the stream's last event (no event it was given) name nothing.
+        """
         key, _, number = last_event_id.rpartition("-")
         with self._lock:
             stream = self.streams.get(key)
-        if stream is None or stream.let_go or not number.isdigit():
+        if stream is None or stream.let_go or not (number.isascii() and number.isdigit()):
+            return None
+        if len(number.lstrip("0")) > len(str(stream.count)) or int(number) > stream.count:
             return None
         return stream, int(number)
 
