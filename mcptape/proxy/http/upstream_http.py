@@ -14,8 +14,9 @@ lost. ``Mcp-Session-Id`` and
 id unless the server minted one: mcptape forwards what the client speaks, never
 upgrading or downgrading a session. A stream that ends (dropped or closed by the
 server, SEP-1699) before its answers came, on whatever stream, is resumed with a GET
-carrying the last ``Last-Event-ID`` it saw, after the server's SSE ``retry`` delay; the
-GET stream is re-opened the same way. The session is DELETEd on close.
+carrying the last ``Last-Event-ID`` it saw, after the server's SSE ``retry`` delay (a
+minute at most, :data:`MAX_RETRY_S`); the GET stream is re-opened the same way. The
+session is DELETEd on close.
 
 Every frame's ``meta`` says how it came: ``http_method``, ``path``, ``status``, ``stream``
 (``post`` or ``get``), ``event_id`` and the headers that matter (credentials redacted).
@@ -47,6 +48,9 @@ from mcptape.wire.protocol import INITIALIZE, INITIALIZED
 
 RESUME_ATTEMPTS = 5
 DEFAULT_RETRY_S = 0.5
+# The longest wait before resuming a stream, whatever the server's SSE ``retry`` asks: a
+# ``retry: 999999999999999`` would hold the requests it carried for ever.
+MAX_RETRY_S = 60.0
 # How long the POST after notifications/initialized waits for the GET stream to open: a
 # server that holds the GET's headers back must not stall the session.
 GET_OPEN_WAIT_S = 2.0
@@ -377,6 +381,14 @@ class HttpClientLink(LoopLink):
                     )
                 return
             attempts += 1
+            if retry > MAX_RETRY_S:
+                self.emit(
+                    "http_retry_capped",
+                    f"the server asked to wait {retry:g} s before resuming the {stream} stream; "
+                    f"mcptape waits {MAX_RETRY_S:g} s at most",
+                    {"retry_s": retry},
+                )
+                retry = MAX_RETRY_S
             # SEP-1699: wait what the server asked (its last `retry`) before reconnecting.
             await asyncio.sleep(retry)
             if not self._receiving or self._send_closed:
