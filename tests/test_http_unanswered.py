@@ -10,6 +10,7 @@ import json
 import pytest
 from aiohttp import web
 
+from mcptape.proxy.http import upstream_http
 from mcptape.proxy.http.upstream_http import HttpClientLink
 from mcptape.wire.frame import Frame
 
@@ -77,3 +78,54 @@ def test_a_post_answered_with_no_answer_to_its_request_gets_an_error_at_once(mod
 def test_a_post_answered_properly_gets_no_made_up_error() -> None:
     got = _run("answered")
     assert [json.loads(f.data) for f in got] == [{"jsonrpc": "2.0", "id": 1, "result": {}}]
+
+
+def test_a_post_whose_headers_are_held_back_does_not_stall_the_requests_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A server that answers a tool call in JSON when the tool is done (or never) holds the
+    # POST's headers that long: the client's cancellation and its other requests go on.
+    monkeypatch.setattr(upstream_http, "HEADERS_WAIT_S", 0.05)
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}'
+    cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}'
+    ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+
+    async def main() -> tuple[list[bytes], list[bytes]]:
+        seen: list[bytes] = []
+        cancelled = asyncio.Event()
+
+        async def answer(request: web.Request) -> web.StreamResponse:
+            body = await request.read()
+            seen.append(body)
+            if body == call:
+                await cancelled.wait()  # the headers come only once the client gave up
+                return web.json_response({"jsonrpc": "2.0", "id": 1, "error": {"code": -1, "message": "x"}})
+            if body == cancel:
+                cancelled.set()
+                return web.Response(status=202)
+            return web.json_response({"jsonrpc": "2.0", "id": 2, "result": {}})
+
+        app = web.Application()
+        app.router.add_post("/mcp", answer)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        got: list[Frame] = []
+        link = HttpClientLink(f"http://127.0.0.1:{port}/mcp")
+        link.start(got.append, lambda why: None, lambda k, t, d: None)
+        for data in (call, cancel, ping):
+            link.send(Frame(data, "c2s"))
+        for _ in range(500):
+            if len(got) == 2:
+                break
+            await asyncio.sleep(0.02)
+        cancelled.set()
+        await link.aclose(0.5)
+        await runner.cleanup()
+        return seen, [f.data for f in got]
+
+    seen, got = asyncio.run(main())
+    assert seen == [call, cancel, ping]  # in the order the client sent them
+    assert sorted(json.loads(d)["id"] for d in got) == [1, 2]

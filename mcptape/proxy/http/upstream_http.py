@@ -2,9 +2,10 @@
 
 Each frame the client sends is POSTed on its own, in order, with ``Accept:
 application/json, text/event-stream``. The sender waits only for the response's
-headers before the next POST (so the session id minted by ``initialize`` is known to
-what follows), and reads each body in a task of its own: a JSON body is one frame, an
-SSE body is delivered event by event as it arrives. 202 (notifications, responses) has
+headers before the next POST, and :data:`HEADERS_WAIT_S` at most (a server holding them
+back must not stall the session), except for ``initialize`` (what follows needs its
+session id) and auto mode's first POST. Each body is read in a task of its own: a JSON
+body is one frame, an SSE body is delivered event by event as it arrives. 202 (notifications, responses) has
 no body. After ``notifications/initialized`` the GET stream is opened for messages the
 server sends on its own (405: the server offers none); the next POST waits (a bounded
 time) until that stream is open, so what the server sends there in answer to it is not
@@ -54,6 +55,11 @@ MAX_RETRY_S = 60.0
 # How long the POST after notifications/initialized waits for the GET stream to open: a
 # server that holds the GET's headers back must not stall the session.
 GET_OPEN_WAIT_S = 2.0
+# How long the next POST waits for the response headers of the one before: long enough
+# that the server has it first, while a server that holds them back (a JSON answer sent
+# when the tool is done, or never) does not stall the session: the client's
+# `notifications/cancelled` for that request and its other requests go on.
+HEADERS_WAIT_S = 2.0
 MAX_ERROR_BODY = 1 << 20
 
 
@@ -188,11 +194,23 @@ class HttpClientLink(LoopLink):
         return headers
 
     async def _post(self, frame: Frame, first: bool) -> None:
-        import aiohttp
-
         if frame.kind == "request" and frame.method == INITIALIZE and frame.rpc_id is not None:
             self._initialize_ids.add(frame.rpc_id)
         self._unanswered.update(request_ids(frame))
+        # `initialize` and auto mode's first POST are waited for: what follows needs their
+        # answer (the session id; whether this server speaks streamable HTTP at all).
+        if (first and self.probe) or frame.method == INITIALIZE:
+            await self._answered(frame, first)
+            return
+        # Others a bounded time: the task goes on and reads the body as soon as it comes.
+        answered = self.spawn(self._answered(frame, first))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(answered), HEADERS_WAIT_S)
+
+    async def _answered(self, frame: Frame, first: bool) -> None:
+        """The rest of :meth:`_post`: send it and handle the response once its headers come."""
+        import aiohttp
+
         try:
             response = await self._http.post(self.url, data=frame.data, headers=self._headers(frame))
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
