@@ -129,3 +129,37 @@ def test_a_post_whose_headers_are_held_back_does_not_stall_the_requests_after_it
     seen, got = asyncio.run(main())
     assert seen == [call, cancel, ping]  # in the order the client sent them
     assert sorted(json.loads(d)["id"] for d in got) == [1, 2]
+
+
+def test_a_401_whose_challenge_is_no_utf8_gets_its_error_at_once() -> None:
+    # aiohttp reads header bytes that are no UTF-8 as lone surrogates, which no UTF-8
+    # encoder takes: writing the made-up error failed, and the request waited for good.
+    async def main() -> list[Frame]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(
+                b'HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm="\xff\xfe"\r\n'
+                b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+            )
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        got: list[Frame] = []
+        link = HttpClientLink(f"http://127.0.0.1:{port}/mcp")
+        link.start(got.append, lambda why: None, lambda k, t, d: None)
+        link.send(Frame(REQUEST, "c2s"))
+        for _ in range(250):
+            if got:
+                break
+            await asyncio.sleep(0.02)
+        await link.aclose(0.5)
+        server.close()
+        return got
+
+    got = asyncio.run(main())
+    assert len(got) == 1
+    error = json.loads(got[0].data)["error"]
+    assert error["message"] == "mcptape: the MCP server answered HTTP 401 Unauthorized"
+    assert error["data"] == {"status": 401, "www_authenticate": 'Bearer realm="\udcff\udcfe"'}

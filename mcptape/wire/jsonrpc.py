@@ -18,8 +18,14 @@ import orjson
 def _dumps(value: Any) -> bytes:
     try:
         return orjson.dumps(value)
-    except TypeError:  # integers beyond 64 bits
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    except TypeError:  # integers beyond 64 bits, or a lone surrogate
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # A lone surrogate (a header's bytes that are no UTF-8, as aiohttp reads them): no
+        # UTF-8 holds it, JSON's \u escape does.
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def result_response(rpc_id: str, result: Any) -> bytes:
