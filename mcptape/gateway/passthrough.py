@@ -69,6 +69,14 @@ def upstream_headers(
     return headers
 
 
+def _unwritable(headers: Iterable[tuple[str, str]]) -> str | None:
+    """Why an upstream's answer cannot be forwarded: a header aiohttp read but writes no such."""
+    bad = next((k for k, v in headers if _FORBIDDEN_IN_HEADERS.search(k + v)), None)
+    if bad is None:
+        return None
+    return f"the upstream's answer has a control character in its {bad!r} header: not forwarded"
+
+
 class _HeadersWithFirstChunk(web.StreamResponse):
     """A response whose headers leave with its first body chunk: one write less per answer.
 
@@ -225,10 +233,9 @@ class PassThrough:
                 if new != v:
                     out_headers[i] = (k, new)
                     edited.append(("www-authenticate", v, new))
-        bad = next((k for k, v in out_headers if _FORBIDDEN_IN_HEADERS.search(k + v)), None)
-        if bad is not None:  # aiohttp read it from the upstream but writes no such header
+        why = _unwritable(out_headers)
+        if why is not None:
             upstream.release()
-            why = f"the upstream's answer has a control character in its {bad!r} header: not forwarded"
             recorded.event("error", why, None)
             return http_error(502, why)
         kind = _HeadersWithFirstChunk if request.method == "POST" else web.StreamResponse
@@ -329,11 +336,24 @@ class PassThrough:
         assert spec.url is not None
         http = self._http or self._client()
         upstream = await http.request("GET", metadata_url(spec.url), [("Accept", "application/json")], None)
+        read = bytearray()
         try:
-            body = b"".join([chunk async for chunk in upstream.chunks()])
+            # Held whole to be rewritten: bounded as a recorded answer's copy is.
+            async for chunk in upstream.chunks():
+                read += chunk
+                if len(read) > MAX_JSON_COPY:
+                    return http_error(
+                        502,
+                        f"the upstream's protected-resource metadata is larger than {MAX_JSON_COPY} bytes: not forwarded",
+                    )
         finally:
             upstream.release()
+        body = bytes(read)
+        del read
         headers = dict(end_to_end(upstream.headers, ["content-encoding"]))
+        why = _unwritable(headers.items())
+        if why is not None:
+            return http_error(502, why)
         rewritten = rewrite_resource(body, gateway_url) if upstream.status == 200 else None
         if rewritten is not None and session_key:
             session = self._session(session_key, spec.name, spec)
