@@ -34,14 +34,16 @@ PROGRESS = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progr
 ANSWER = b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}'
 
 
-async def dropping_server(retry: bytes = b"10") -> tuple[web.AppRunner, str, list[dict[str, str]]]:
+async def dropping_server(
+    retry: bytes = b"10", tail: bytes = b""
+) -> tuple[web.AppRunner, str, list[dict[str, str]]]:
     seen: list[dict[str, str]] = []
 
     async def post(request: web.Request) -> web.StreamResponse:
         seen.append({"method": "POST", **request.headers})
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Mcp-Session-Id": "s1"})
         await response.prepare(request)
-        await response.write(b"id: e1\nretry: " + retry + b"\ndata: " + PROGRESS + b"\n\n")
+        await response.write(b"id: e1\nretry: " + retry + b"\ndata: " + PROGRESS + b"\n\n" + tail)
         assert request.transport is not None
         request.transport.close()  # the stream drops before the answer
         return response
@@ -67,9 +69,11 @@ async def dropping_server(retry: bytes = b"10") -> tuple[web.AppRunner, str, lis
     return runner, f"http://127.0.0.1:{port}/mcp", seen
 
 
-def _resumed(retry: bytes = b"10") -> tuple[list[Frame], list[dict[str, str]], list[tuple[str, Any]]]:
+def _resumed(
+    retry: bytes = b"10", tail: bytes = b""
+) -> tuple[list[Frame], list[dict[str, str]], list[tuple[str, Any]]]:
     async def main() -> tuple[list[Frame], list[dict[str, str]], list[tuple[str, Any]]]:
-        runner, url, seen = await dropping_server(retry)
+        runner, url, seen = await dropping_server(retry, tail)
         got: list[Frame] = []
         events: list[tuple[str, Any]] = []
         link = HttpClientLink(url)
@@ -94,6 +98,25 @@ def test_a_dropped_response_stream_is_resumed_with_last_event_id() -> None:
     resumed = [h for h in seen if h["method"] == "GET"]
     assert resumed and resumed[0]["Last-Event-ID"] == "e1" and resumed[0]["Mcp-Session-Id"] == "s1"
     assert any(kind == "http_stream_dropped" for kind, _ in events)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        # The resumed stream's first line was read as the rest of the half-sent one: the
+        # answer arrived inside one malformed frame, and the request got an error.
+        b'data: {"jsonrpc":"2.0","method":"notifications/pro',
+        # The half-sent event's id was sent as Last-Event-ID: a server resumes after it,
+        # so that event is never sent again (here, one that knows no such id: an error).
+        b'id: e1b\ndata: {"jsonrpc":"2.0","method":"notifications/pro',
+    ],
+    ids=["half-a-line", "its-id"],
+)
+def test_an_event_the_dropped_stream_left_half_sent_counts_for_nothing(tail: bytes) -> None:
+    got, seen, _ = _resumed(tail=tail)
+    assert [h["Last-Event-ID"] for h in seen if h["method"] == "GET"] == ["e1"]
+    assert [f.data for f in got] == [PROGRESS, ANSWER]
+    assert got[1].meta is not None and got[1].meta["event_id"] == "e2"
 
 
 def test_a_retry_of_centuries_is_waited_at_most_the_bound_and_said(monkeypatch: pytest.MonkeyPatch) -> None:

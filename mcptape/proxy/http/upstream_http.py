@@ -361,6 +361,7 @@ class HttpClientLink(LoopLink):
         resumed = False
         identified = 0
         while True:
+            cut: str | None = None
             try:
                 async for chunk in response.content.iter_any():
                     for event in parser.feed(chunk):
@@ -380,9 +381,10 @@ class HttpClientLink(LoopLink):
                     if resumed and stream == "post" and not waiting & self._unanswered:
                         break  # the resumed stream brought the answers: done with it
             except Exception as exc:
+                cut = str(exc) or type(exc).__name__
                 self.emit(
                     "http_stream_dropped",
-                    f"{stream} stream dropped: {exc}",
+                    f"{stream} stream dropped: {cut}",
                     {"event_id": parser.last_event_id},
                 )
             finally:
@@ -392,7 +394,9 @@ class HttpClientLink(LoopLink):
                 return
             if (stream == "post" and parser.last_event_id is None) or attempts >= RESUME_ATTEMPTS:
                 if stream == "post":
-                    why = f"a response stream ended before answering {sorted(waiting)}"
+                    why = f"a response stream ended before answering {sorted(waiting)}" + (
+                        f" ({cut})" if cut else ""
+                    )
                     self.emit("http_stream_lost", why, None)
                     await self.fail_ids(
                         waiting & self._unanswered, "the MCP server's " + why.removeprefix("a ")
@@ -424,6 +428,7 @@ class HttpClientLink(LoopLink):
                     )
                 return
             response, resumed = again, True
+            parser.reset()  # an event the dropped stream left half-sent is not glued to this one's
             meta = {**self._meta(response, "GET", stream), "resumed": True}
 
     async def _get(self, last_event_id: str | None) -> Any:
