@@ -163,3 +163,43 @@ def test_a_401_whose_challenge_is_no_utf8_gets_its_error_at_once() -> None:
     error = json.loads(got[0].data)["error"]
     assert error["message"] == "mcptape: the MCP server answered HTTP 401 Unauthorized"
     assert error["data"] == {"status": 401, "www_authenticate": 'Bearer realm="\udcff\udcfe"'}
+
+
+def test_a_session_id_no_header_may_carry_fails_the_requests_after_saying_so() -> None:
+    # aiohttp read it, then refused to write it in the next request: that request's task
+    # raised ValueError and the request was never answered.
+    init = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}'
+    hello = b'{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18","capabilities":{}}}'
+
+    async def main() -> list[Frame]:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nMcp-Session-Id: a\x01b\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(hello) + hello
+            )
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        got: list[Frame] = []
+        link = HttpClientLink(f"http://127.0.0.1:{port}/mcp")
+        link.start(got.append, lambda why: None, lambda k, t, d: None)
+        link.send(Frame(init, "c2s"))
+        link.send(Frame(REQUEST.replace(b'"id":1', b'"id":2'), "c2s"))
+        for _ in range(250):
+            if len(got) == 2:
+                break
+            await asyncio.sleep(0.02)
+        await link.aclose(0.5)
+        server.close()
+        return got
+
+    got = asyncio.run(main())
+    assert got[0].data == hello and len(got) == 2
+    error = json.loads(got[1].data)
+    assert error["id"] == 2 and "minted a session id" in error["error"]["message"]
+    assert "no HTTP header may carry" in error["error"]["message"] and "a\x01b" not in got[1].data.decode()

@@ -144,6 +144,7 @@ class HttpClientLink(LoopLink):
         # an id, as a network would, so that the resumption below runs.
         self.cut_after: int | None = None
         self._deleted = False
+        self.session_refused: str | None = None  # why the session the server minted cannot be used
 
     # -- sending ------------------------------------------------------------------------
 
@@ -211,6 +212,9 @@ class HttpClientLink(LoopLink):
         """The rest of :meth:`_post`: send it and handle the response once its headers come."""
         import aiohttp
 
+        if self.session_refused is not None and frame.method != INITIALIZE:
+            await self.fail_request(frame, self.session_refused)
+            return
         try:
             response = await self._http.post(self.url, data=frame.data, headers=self._headers(frame))
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -257,6 +261,15 @@ class HttpClientLink(LoopLink):
         # 2026-07-28 `server/discover` with 400 and the id of a session it ends at once,
         # which would make the `initialize` that follows a 404.
         if sid and sid != self.session_id and response.status < 300:
+            if not all("!" <= c <= "~" for c in sid):
+                # The spec allows visible ASCII only; aiohttp writes no header with a control
+                # character (it raised in the next request's task, which answered nothing).
+                self.session_refused = (
+                    f"the MCP server minted a session id ({placeholder(sid)}) with characters no HTTP "
+                    "header may carry (visible ASCII only): no request can name that session"
+                )
+                self.emit("error", self.session_refused, {"url": self.url})
+                return
             self.session_id = sid
             self.emit(
                 "http_session",
