@@ -203,3 +203,66 @@ def test_a_session_id_no_header_may_carry_fails_the_requests_after_saying_so() -
     error = json.loads(got[1].data)
     assert error["id"] == 2 and "minted a session id" in error["error"]["message"]
     assert "no HTTP header may carry" in error["error"]["message"] and "a\x01b" not in got[1].data.decode()
+
+
+def test_a_legacy_sse_post_never_answered_does_not_stall_the_messages_after_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcptape.proxy.http import upstream_sse
+    from mcptape.proxy.http.upstream_sse import SseClientLink
+
+    monkeypatch.setattr(upstream_sse, "HEADERS_WAIT_S", 0.05)
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}'
+    cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}'
+    ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+    pong = b'{"jsonrpc":"2.0","id":2,"result":{}}'
+
+    async def main() -> tuple[list[bytes], list[bytes]]:
+        seen: list[bytes] = []
+        cancelled = asyncio.Event()
+        events: asyncio.Queue[bytes] = asyncio.Queue()
+
+        async def stream(request: web.Request) -> web.StreamResponse:
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            await response.write(b"event: endpoint\ndata: /message\n\n")
+            while data := await events.get():
+                await response.write(b"event: message\ndata: " + data + b"\n\n")
+            return response
+
+        async def message(request: web.Request) -> web.Response:
+            body = await request.read()
+            seen.append(body)
+            if body == call:
+                await cancelled.wait()  # never answered while the client waits
+            elif body == cancel:
+                cancelled.set()
+            else:
+                events.put_nowait(pong)
+            return web.Response(status=202)
+
+        app = web.Application()
+        app.router.add_get("/sse", stream)
+        app.router.add_post("/message", message)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        got: list[Frame] = []
+        link = SseClientLink(f"http://127.0.0.1:{port}/sse")
+        link.start(got.append, lambda why: None, lambda k, t, d: None)
+        for data in (call, cancel, ping):
+            link.send(Frame(data, "c2s"))
+        for _ in range(500):
+            if got:
+                break
+            await asyncio.sleep(0.02)
+        cancelled.set()
+        events.put_nowait(b"")  # the stream ends
+        await link.aclose(0.5)
+        await runner.cleanup()
+        return seen, [f.data for f in got]
+
+    seen, got = asyncio.run(main())
+    assert seen == [call, cancel, ping] and got == [pong]

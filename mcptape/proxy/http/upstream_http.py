@@ -42,7 +42,13 @@ from mcptape.proxy.http.headers import (
     that_matter,
 )
 from mcptape.proxy.http.sse import SseParser
-from mcptape.proxy.http.upstream_base import LoopLink, request_ids, response_ids, unreachable
+from mcptape.proxy.http.upstream_base import (
+    HEADERS_WAIT_S,
+    LoopLink,
+    request_ids,
+    response_ids,
+    unreachable,
+)
 from mcptape.redact import placeholder
 from mcptape.wire.frame import Frame
 from mcptape.wire.protocol import INITIALIZE, INITIALIZED
@@ -55,11 +61,6 @@ MAX_RETRY_S = 60.0
 # How long the POST after notifications/initialized waits for the GET stream to open: a
 # server that holds the GET's headers back must not stall the session.
 GET_OPEN_WAIT_S = 2.0
-# How long the next POST waits for the response headers of the one before: long enough
-# that the server has it first, while a server that holds them back (a JSON answer sent
-# when the tool is done, or never) does not stall the session: the client's
-# `notifications/cancelled` for that request and its other requests go on.
-HEADERS_WAIT_S = 2.0
 MAX_ERROR_BODY = 1 << 20
 
 
