@@ -257,3 +257,32 @@ def test_an_upstream_header_with_a_control_character_is_a_502_saying_so(
     status, message = asyncio.run(main())
     assert status == 502 and "a control character in its 'X-Ctl' header: not forwarded" in message
     assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
+
+
+def test_a_compressed_request_body_is_a_415_and_never_inflated() -> None:
+    # aiohttp inflated it as it arrived, before any bound: 1 MB of gzip took the gateway
+    # to 1.9 GB. A small one (a valid initialize) shows the body is no longer inflated.
+    import gzip
+
+    import aiohttp
+
+    from mcptape.gateway.app import GatewayConfig
+    from tests.helpers.inprocess import demo_server
+
+    async def main() -> tuple[int, str, str, list[str]]:
+        async with (
+            running_gateway(GatewayConfig(registry={}), {"demo": demo_server}) as running,
+            aiohttp.ClientSession() as http,
+        ):
+            headers = {
+                "Content-Encoding": "gzip",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            }
+            async with http.post(running.url("demo"), data=gzip.compress(INIT), headers=headers) as response:
+                answer = (response.status, await response.text(), response.headers.get("Accept-Encoding", ""))
+            return (*answer, list(running.upstreams.opened))
+
+    status, text, accepted, opened = asyncio.run(main())
+    assert status == 415 and "Content-Encoding 'gzip' is not taken; send it uncompressed" in text
+    assert accepted == "identity" and opened == []
