@@ -70,8 +70,15 @@ def make_runner(gateway: Gateway) -> web.AppRunner:
     # keepalive_timeout: aiohttp's default keeps a connection that has not finished sending a
     # request for an hour, so a client sending its headers a byte a second (slowloris) holds
     # a connection, and a descriptor, that long. Streams being answered are not affected.
+    # auto_decompress: aiohttp inflates a request body as it arrives, before any handler
+    # (and its size bound) sees it: 1 MB of gzip took the gateway to 1.9 GB. Bodies stay as
+    # sent, and a compressed one is refused (read_body).
     return web.AppRunner(
-        gateway.app(), handler_cancellation=True, access_log=None, keepalive_timeout=CONNECTION_IDLE_S
+        gateway.app(),
+        handler_cancellation=True,
+        access_log=None,
+        keepalive_timeout=CONNECTION_IDLE_S,
+        auto_decompress=False,
     )
 
 

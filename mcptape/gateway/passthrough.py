@@ -6,7 +6,8 @@ itself: each request goes to the upstream as it came (hop-by-hop headers dropped
 comes back as it is: status (202, 400, 401, 404 for an expired session, 405), the
 upstream's ``Mcp-Session-Id``, ``WWW-Authenticate``, and the body streamed chunk by
 chunk as it arrives, never buffered nor decompressed (``Accept-Encoding`` is not
-forwarded, so a copy can be parsed for the recording). One recorded session per
+forwarded, so a copy can be parsed for the recording); an answer with a header no HTTP
+response may carry (a control character in it) is a 502 saying so. One recorded session per
 upstream session id (per client connection when there is none).
 
 Upstream requests go through :class:`~mcptape.gateway.passthrough_client.UpstreamClient`
@@ -22,6 +23,7 @@ event. Tokens are never minted or swapped.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -47,6 +49,8 @@ from mcptape.redact import placeholder
 from mcptape.wire.frame import Frame
 
 MAX_JSON_COPY = 64 << 20
+# What aiohttp refuses to write in a header (it raises once the response is half begun).
+_FORBIDDEN_IN_HEADERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
@@ -63,6 +67,14 @@ def upstream_headers(
         headers = [(k, v) for k, v in headers if k.lower() not in names]
         headers.extend(configured.items())
     return headers
+
+
+def _unwritable(headers: Iterable[tuple[str, str]]) -> str | None:
+    """Why an upstream's answer cannot be forwarded: a header aiohttp read but writes no such."""
+    bad = next((k for k, v in headers if _FORBIDDEN_IN_HEADERS.search(k + v)), None)
+    if bad is None:
+        return None
+    return f"the upstream's answer has a control character in its {bad!r} header: not forwarded"
 
 
 class _HeadersWithFirstChunk(web.StreamResponse):
@@ -274,6 +286,11 @@ class PassThrough:
                 if new != v:
                     out_headers[i] = (k, new)
                     edited.append(("www-authenticate", v, new))
+        why = _unwritable(out_headers)
+        if why is not None:
+            upstream.release()
+            recorded.event("error", why, None)
+            return http_error(502, why)
         kind = _HeadersWithFirstChunk if request.method == "POST" else web.StreamResponse
         response = kind(status=upstream.status, reason=upstream.reason, headers=out_headers)
         for _, old, new in edited:
@@ -374,11 +391,24 @@ class PassThrough:
         assert spec.url is not None
         http = self._http or self._client()
         upstream = await http.request("GET", metadata_url(spec.url), [("Accept", "application/json")], None)
+        read = bytearray()
         try:
-            body = b"".join([chunk async for chunk in upstream.chunks()])
+            # Held whole to be rewritten: bounded as a recorded answer's copy is.
+            async for chunk in upstream.chunks():
+                read += chunk
+                if len(read) > MAX_JSON_COPY:
+                    return http_error(
+                        502,
+                        f"the upstream's protected-resource metadata is larger than {MAX_JSON_COPY} bytes: not forwarded",
+                    )
         finally:
             upstream.release()
+        body = bytes(read)
+        del read
         headers = dict(end_to_end(upstream.headers, ["content-encoding"]))
+        why = _unwritable(headers.items())
+        if why is not None:
+            return http_error(502, why)
         rewritten = rewrite_resource(body, gateway_url) if upstream.status == 200 else None
         if rewritten is not None and session_key:
             session = self._session(session_key, spec.name, spec)
