@@ -85,7 +85,7 @@ def test_a_post_whose_headers_are_held_back_does_not_stall_the_requests_after_it
 ) -> None:
     # A server that answers a tool call in JSON when the tool is done (or never) holds the
     # POST's headers that long: the client's cancellation and its other requests go on.
-    monkeypatch.setattr(upstream_http, "HEADERS_WAIT_S", 0.05)
+    monkeypatch.setattr(upstream_http, "HEADERS_WAIT_S", 0.5)  # ample for the POST to leave first
     call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}'
     cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}'
     ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
@@ -211,7 +211,7 @@ def test_a_legacy_sse_post_never_answered_does_not_stall_the_messages_after_it(
     from mcptape.proxy.http import upstream_sse
     from mcptape.proxy.http.upstream_sse import SseClientLink
 
-    monkeypatch.setattr(upstream_sse, "HEADERS_WAIT_S", 0.05)
+    monkeypatch.setattr(upstream_sse, "HEADERS_WAIT_S", 0.5)  # ample for the POST to leave first
     call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}'
     cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}'
     ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
