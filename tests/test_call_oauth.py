@@ -183,3 +183,59 @@ def test_an_authorization_server_that_wants_a_user_is_a_one_line_error_naming_th
         )
     assert proc.returncode == 1
     assert "wants a user" in proc.stderr and "--token" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"<html>sign in</html>", b"[" * 100_000 + b"]" * 100_000],
+    ids=["login-page", "nested-too-deep"],
+)
+def test_metadata_and_answers_that_are_no_json_object_are_one_line_errors(body: bytes) -> None:
+    # oauth/discover printed a JSONDecodeError (or RecursionError) traceback for a 200 that
+    # was a login page; the flow on 401 called the nesting a "protocol" RecursionError.
+    import asyncio
+
+    import aiohttp
+    from aiohttp import web
+
+    from mcptape.client.authflow import Authorizer
+    from mcptape.client.errors import ClientError
+    from mcptape.client.oauth import perform_oauth, post_json
+
+    async def page(request: web.Request) -> web.Response:
+        return web.Response(body=body, content_type="application/json")
+
+    async def main() -> list[str]:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", page)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        base = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+        said = []
+        try:
+            for attempt in (
+                perform_oauth(OAuthCall("oauth/discover", f"{base}/mcp")),
+                perform_oauth(OAuthCall("oauth/discover", f"{base}/mcp", auth_server=base)),
+            ):
+                with pytest.raises(ClientError) as caught:
+                    await attempt
+                said.append(caught.value.message)
+            async with aiohttp.ClientSession() as http:
+                with pytest.raises(ClientError) as caught:
+                    await post_json(http, f"{base}/token", data={"a": "b"})
+                said.append(caught.value.message)
+            with pytest.raises(ClientError) as caught:  # the flow `call` runs on a 401
+                await Authorizer(f"{base}/mcp").token_for(401, "Bearer")
+            said.append(caught.value.message)
+        finally:
+            await runner.cleanup()
+        return [text.replace(base, "BASE") for text in said]
+
+    assert asyncio.run(main()) == [
+        "BASE/mcp publishes no protected-resource metadata naming an authorization server; give --auth-server URL",
+        "no authorization server metadata at BASE/.well-known/oauth-authorization-server, BASE/.well-known/openid-configuration",
+        "BASE/token answered HTTP 200 without a JSON object",
+        "OAuth for BASE/mcp failed: BASE/register answered HTTP 200 without a JSON object",
+    ]

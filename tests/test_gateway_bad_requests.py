@@ -176,3 +176,28 @@ def test_a_2025_11_25_client_gets_a_priming_event_it_can_resume_from_and_older_o
     status, _, data = _post_whole(gateway.base, ACCEPT, _init("2025-06-18"))
     assert status == 200
     assert json.loads(_events(data)[0]["data"])["id"] == 1  # no priming event for an older client
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "g-\u00b2".encode().decode("latin-1"),  # '²' in UTF-8: str.isdigit() says yes, int() no
+        "g-" + "9" * 5000,  # past what int() converts from text
+        "g-99999999999999999999",  # no event the gateway ever gave
+        "g-",
+        "nothing",
+    ],
+)
+def test_a_last_event_id_naming_no_event_it_was_given_is_404_and_the_session_goes_on(
+    gateway: GatewayThread, last: str
+) -> None:
+    status, headers, _ = _post_whole(gateway.base, ACCEPT, _init("2025-11-25"))
+    session = {**ACCEPT, "Mcp-Session-Id": headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+    status, _, data = request(gateway.base, "GET", "/servers/demo/mcp", {**session, "Last-Event-ID": last})
+    assert status == 404 and "no stream has event" in json.loads(data)["error"]["message"]
+    status, _, data = _post_whole(gateway.base, session, b'{"jsonrpc":"2.0","id":2,"method":"ping"}')
+    assert status == 200 and json.loads(_events(data)[-1]["data"]) == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "result": {},
+    }

@@ -218,3 +218,71 @@ def test_a_body_that_stops_arriving_is_a_408_not_a_handler_held_forever(
     answer = asyncio.run(main())
     assert answer.startswith(b"HTTP/1.1 408 ")
     assert b"the request body stopped arriving (10 bytes" in answer
+
+
+def test_an_upstream_header_with_a_control_character_is_a_502_saying_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # aiohttp reads such a header from the upstream, then refuses to write it to the client:
+    # the client got a broken answer, and the log a traceback.
+    from mcptape.config.registry import UpstreamSpec
+    from mcptape.gateway.app import GatewayConfig
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nX-Ctl: a\x01b\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+        await writer.drain()
+        writer.close()
+
+    async def main() -> tuple[int, str]:
+        upstream = await asyncio.start_server(answer, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{upstream.sockets[0].getsockname()[1]}/mcp"
+        config = GatewayConfig(
+            registry={"r": UpstreamSpec(name="r", transport="http", url=url)}, db=str(tmp_path / "g.db")
+        )
+        async with running_gateway(config) as running:
+            reader, writer = await asyncio.open_connection("127.0.0.1", running.port)
+            writer.write(
+                f"POST /servers/r/mcp HTTP/1.1\r\nHost: 127.0.0.1:{running.port}\r\nContent-Type: application/json\r\n"
+                f"Accept: application/json, text/event-stream\r\nContent-Length: {len(INIT)}\r\n\r\n".encode()
+                + INIT
+            )
+            head = (await reader.readuntil(b"\r\n\r\n")).decode()
+            length = int(re.search(r"Content-Length: (\d+)", head, re.I)[1])  # type: ignore[index]
+            body = await reader.readexactly(length)
+            writer.close()
+        upstream.close()
+        return int(head.split()[1]), json.loads(body)["error"]["message"]
+
+    status, message = asyncio.run(main())
+    assert status == 502 and "a control character in its 'X-Ctl' header: not forwarded" in message
+    assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
+
+
+def test_a_compressed_request_body_is_a_415_and_never_inflated() -> None:
+    # aiohttp inflated it as it arrived, before any bound: 1 MB of gzip took the gateway
+    # to 1.9 GB. A small one (a valid initialize) shows the body is no longer inflated.
+    import gzip
+
+    import aiohttp
+
+    from mcptape.gateway.app import GatewayConfig
+    from tests.helpers.inprocess import demo_server
+
+    async def main() -> tuple[int, str, str, list[str]]:
+        async with (
+            running_gateway(GatewayConfig(registry={}), {"demo": demo_server}) as running,
+            aiohttp.ClientSession() as http,
+        ):
+            headers = {
+                "Content-Encoding": "gzip",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+            }
+            async with http.post(running.url("demo"), data=gzip.compress(INIT), headers=headers) as response:
+                answer = (response.status, await response.text(), response.headers.get("Accept-Encoding", ""))
+            return (*answer, list(running.upstreams.opened))
+
+    status, text, accepted, opened = asyncio.run(main())
+    assert status == 415 and "Content-Encoding 'gzip' is not taken; send it uncompressed" in text
+    assert accepted == "identity" and opened == []

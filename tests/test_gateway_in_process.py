@@ -238,3 +238,26 @@ def test_concurrent_sessions_each_get_their_own_answers(open_gateway: GatewayThr
     }
     open_gateway.stop()
     assert query(tmp_path / "g.db", "select count(*), count(distinct id) from sessions") == [(8, 8)]
+
+
+def test_a_batch_of_more_messages_than_the_gateway_takes_is_413_and_the_session_goes_on(
+    gateway: GatewayThread, tmp_path: Path
+) -> None:
+    from mcptape.gateway.responses import MAX_BATCH_ITEMS
+
+    # 100,000 pings in one 5 MB POST were split and routed on the loop: 3.3 s every session waited.
+    sid = _open_session(gateway, AUTH)
+    session = {**AUTH, "Mcp-Session-Id": sid}
+    many = (
+        "["
+        + ",".join(f'{{"jsonrpc":"2.0","id":{i},"method":"ping"}}' for i in range(MAX_BATCH_ITEMS + 1))
+        + "]"
+    )
+    status, _, data = request(gateway.base, "POST", "/servers/demo/mcp", session, many.encode())
+    assert status == 413, status
+    assert f"a batch of {MAX_BATCH_ITEMS + 1} messages" in json.loads(data)["error"]["message"]
+    ping = b'{"jsonrpc":"2.0","id":"after","method":"ping"}'
+    status, _, data = request(gateway.base, "POST", "/servers/demo/mcp", session, ping)
+    assert status == 200 and b'"id":"after"' in data
+    gateway.stop()
+    assert query(tmp_path / "g.db", "select count(*) from frames where kind = 'batch'") == [(0,)]

@@ -5,6 +5,7 @@ bound made small)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from pathlib import Path
 
@@ -78,3 +79,36 @@ def test_an_answer_past_the_copy_bound_is_forwarded_whole_and_recorded_as_not_re
     assert any(
         "larger than 100000 bytes was forwarded whole but not recorded" in (e or "") for e in events
     ), events
+
+
+def test_protected_resource_metadata_past_the_copy_bound_is_a_502_not_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The document is held whole to have its `resource` rewritten: an upstream whose body
+    # never ends must not have the gateway hold all it sends.
+    monkeypatch.setattr(passthrough, "MAX_JSON_COPY", 100_000)
+
+    async def endless(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        await response.write(b'{"resource": "x", "pad": "')
+        for _ in range(1000):  # 1 MB, as long as the gateway reads
+            await response.write(b"q" * 1000)
+        return response
+
+    async def main() -> tuple[int, str]:
+        upstream_app = web.Application()
+        upstream_app.router.add_get(passthrough.WELL_KNOWN + "/mcp", endless)
+        upstream, up_port = await _serve(upstream_app)
+        spec = UpstreamSpec(name="r", transport="http", url=f"http://127.0.0.1:{up_port}/mcp")
+        config = GatewayConfig(registry={"r": spec}, db=str(tmp_path / "g.db"))
+        async with running_gateway(config) as running, aiohttp.ClientSession() as http:
+            url = f"http://127.0.0.1:{running.port}{passthrough.WELL_KNOWN}/servers/r/mcp"
+            async with http.get(url) as response:
+                status, body = response.status, await response.read()
+        await upstream.cleanup()
+        return status, body.decode()
+
+    status, body = asyncio.run(main())
+    assert status == 502, (status, len(body))
+    assert "protected-resource metadata is larger than 100000 bytes" in json.loads(body)["error"]["message"]

@@ -175,11 +175,17 @@ def test_session_ids_and_an_expired_session_404_pass_through_unchanged(tmp_path:
                 url.rsplit("/mcp", 1)[0], "POST", "/mcp", {**accept, "Mcp-Session-Id": sid}, note
             )
             assert (status, body) == (d_status, d_body)  # whatever the server says, unchanged
+            status, _, _ = request(g.base, "POST", "/servers/ev/mcp", accept, INIT)  # left open
+            assert status == 200
         finally:
-            g.stop()
+            assert g.stop() == 0
+    # The session passed through is counted (it said "closing 0 session(s)", then closed it).
+    # The session left open is counted (it said "closing 0 session(s)", then closed it); the
+    # POST naming the deleted session, which the server refused, ended its session at once.
+    assert "stopping (SIGTERM): closing 1 session(s)" in g.stderr, g.stderr
     con = sqlite3.connect(tmp_path / "g.db")
     try:
         rows = con.execute("select transport, status from sessions").fetchall()
     finally:
         con.close()
-    assert ("http->http", "closed") in rows
+    assert sorted(rows) == [("http->http", "closed")] * 2 + [("http->http", "interrupted")], rows

@@ -7,6 +7,7 @@ saying the server had never replied.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mcptape.wire.frame import classify
+from mcptape.wire.frame import Frame, classify
 from tests.helpers.db import query
 from tests.helpers.paths import MCPTAPE
 
@@ -76,3 +77,30 @@ def test_a_deep_response_answers_its_request_once_and_is_recorded_as_a_response(
     exported = subprocess.run([*MCPTAPE, "export", "--db", str(db), "last"], capture_output=True, timeout=60)
     lines = [orjson.loads(line) for line in exported.stdout.splitlines()]
     assert [line["frame"].encode() for line in lines[1:]] == [DEEP_NOTE, DEEP_RESULT]
+
+
+def test_a_request_too_deep_to_parse_posted_to_the_gateway_gets_a_stream_its_answer_takes() -> None:
+    # It was answered 202 (no answer will come) and its answer went on the GET stream.
+    from mcptape.proxy.http.downstream import HttpSessionLink
+
+    deep = (
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":'
+        + b'{"a":' * 100_000
+        + b"1"
+        + b"}" * 100_001
+    )
+    answer = b'{"jsonrpc":"2.0","id":5,"result":{"content":[]}}'
+
+    async def main() -> bytes:
+        link = HttpSessionLink("s", path="/servers/x/mcp")
+        link.start(lambda frame: None, lambda why: None, lambda kind, text, data: None)
+        stream = await link.post(Frame(deep, "c2s"))
+        assert stream is not None
+        frame = Frame(answer, "s2c")
+        frame.meta = link.prepare(frame)
+        link.send(frame)
+        body = bytearray()
+        await asyncio.wait_for(stream.pump(lambda data: asyncio.sleep(0, body.extend(data))), 5)
+        return bytes(body)
+
+    assert asyncio.run(main()) == b"id: p1-1\nevent: message\ndata: " + answer + b"\n\n"

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from mcptape.proxy.http import upstream_http
 from mcptape.proxy.http.upstream_http import HttpClientLink
 from mcptape.wire.frame import Frame
 from tests.helpers.gateway_http import INIT, request
@@ -33,14 +34,16 @@ PROGRESS = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progr
 ANSWER = b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}'
 
 
-async def dropping_server() -> tuple[web.AppRunner, str, list[dict[str, str]]]:
+async def dropping_server(
+    retry: bytes = b"10", tail: bytes = b""
+) -> tuple[web.AppRunner, str, list[dict[str, str]]]:
     seen: list[dict[str, str]] = []
 
     async def post(request: web.Request) -> web.StreamResponse:
         seen.append({"method": "POST", **request.headers})
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Mcp-Session-Id": "s1"})
         await response.prepare(request)
-        await response.write(b"id: e1\nretry: 10\ndata: " + PROGRESS + b"\n\n")
+        await response.write(b"id: e1\nretry: " + retry + b"\ndata: " + PROGRESS + b"\n\n" + tail)
         assert request.transport is not None
         request.transport.close()  # the stream drops before the answer
         return response
@@ -66,9 +69,11 @@ async def dropping_server() -> tuple[web.AppRunner, str, list[dict[str, str]]]:
     return runner, f"http://127.0.0.1:{port}/mcp", seen
 
 
-def test_a_dropped_response_stream_is_resumed_with_last_event_id() -> None:
+def _resumed(
+    retry: bytes = b"10", tail: bytes = b""
+) -> tuple[list[Frame], list[dict[str, str]], list[tuple[str, Any]]]:
     async def main() -> tuple[list[Frame], list[dict[str, str]], list[tuple[str, Any]]]:
-        runner, url, seen = await dropping_server()
+        runner, url, seen = await dropping_server(retry, tail)
         got: list[Frame] = []
         events: list[tuple[str, Any]] = []
         link = HttpClientLink(url)
@@ -82,13 +87,46 @@ def test_a_dropped_response_stream_is_resumed_with_last_event_id() -> None:
         await runner.cleanup()
         return got, seen, events
 
-    got, seen, events = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def test_a_dropped_response_stream_is_resumed_with_last_event_id() -> None:
+    got, seen, events = _resumed()
     assert [f.data for f in got] == [PROGRESS, ANSWER]
     assert [f.meta["stream"] for f in got if f.meta] == ["post", "post"]
     assert got[1].meta is not None and got[1].meta.get("resumed") is True and got[1].meta["event_id"] == "e2"
     resumed = [h for h in seen if h["method"] == "GET"]
     assert resumed and resumed[0]["Last-Event-ID"] == "e1" and resumed[0]["Mcp-Session-Id"] == "s1"
     assert any(kind == "http_stream_dropped" for kind, _ in events)
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        # The resumed stream's first line was read as the rest of the half-sent one: the
+        # answer arrived inside one malformed frame, and the request got an error.
+        b'data: {"jsonrpc":"2.0","method":"notifications/pro',
+        # The half-sent event's id was sent as Last-Event-ID: a server resumes after it,
+        # so that event is never sent again (here, one that knows no such id: an error).
+        b'id: e1b\ndata: {"jsonrpc":"2.0","method":"notifications/pro',
+    ],
+    ids=["half-a-line", "its-id"],
+)
+def test_an_event_the_dropped_stream_left_half_sent_counts_for_nothing(tail: bytes) -> None:
+    got, seen, _ = _resumed(tail=tail)
+    assert [h["Last-Event-ID"] for h in seen if h["method"] == "GET"] == ["e1"]
+    assert [f.data for f in got] == [PROGRESS, ANSWER]
+    assert got[1].meta is not None and got[1].meta["event_id"] == "e2"
+
+
+def test_a_retry_of_centuries_is_waited_at_most_the_bound_and_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(upstream_http, "MAX_RETRY_S", 0.01)
+    got, _, events = _resumed(b"999999999999999")  # ms: 31,000 years
+    assert [f.data for f in got] == [PROGRESS, ANSWER]  # resumed after the bound, not never
+    capped = [text for kind, text in events if kind == "http_retry_capped"]
+    assert capped == [
+        "the server asked to wait 1e+12 s before resuming the post stream; mcptape waits 0.01 s at most"
+    ]
 
 
 @pytest.mark.slow

@@ -136,6 +136,16 @@ def test_rendered_lines_show_the_offset_from_the_session_start() -> None:
     assert render_line(line, 100.0) == " +0.213s → req    ping #1"
 
 
+def test_an_event_with_a_long_kind_keeps_its_text_in_the_summary_column() -> None:
+    from mcptape.cli.show import Line
+
+    # `show` of a --url session: "upstream_connect" pushed its URL 16 columns past the others.
+    frame = render_line(Line(1.0, "→", "request", "tools/list #2", "x"), 1.0)
+    for kind in ("stderr", "upstream_connect", "http_session_deleted"):
+        event = render_line(Line(1.0, "·", kind, "", "x"), 1.0)
+        assert event.index(" x") == frame.index(" x"), (event, frame)
+
+
 def test_events_interleave_with_frames_by_time_and_frames_win_ties() -> None:
     timeline = Timeline()
     frames = [

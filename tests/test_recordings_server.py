@@ -159,3 +159,25 @@ def test_the_sdk_client_validates_every_structured_result_against_its_output_sch
     assert "`tool`" in text and "json_extract(e.request, '$.params.name')" in text
     # Nothing was written.
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+def _types(schema: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(schema, dict):
+        if "type" in schema:
+            yield path, schema["type"]
+        for key, value in schema.items():
+            yield from _types(value, f"{path}/{key}")
+    elif isinstance(schema, list):
+        for i, value in enumerate(schema):
+            yield from _types(value, f"{path}/{i}")
+
+
+def test_every_schema_gives_each_type_alone_so_single_type_clients_take_the_tools() -> None:
+    # The Inspector's `--method tools/list --strict` warned 38 times of type arrays
+    # (["string", "null"]): clients mapping schemas onto one type per value may refuse them.
+    types = [(f"{name}{path}", kind) for name, tool in TOOLS.items() for path, kind in _types(tool)]
+    assert types and all(isinstance(kind, str) for _, kind in types), [
+        t for t in types if not isinstance(t[1], str)
+    ]
+    nullable = TOOLS["list_sessions"]["output"]["properties"]["sessions"]["items"]["properties"]["name"]
+    assert nullable == {"anyOf": [{"type": "string"}, {"type": "null"}]}

@@ -118,3 +118,54 @@ def test_a_request_the_recording_lacks_gets_an_error_naming_the_nearest(
     assert "no recorded response matches this tools/call request" in message
     assert "differs at /params/arguments/city" in message
     assert len(server.misses) == 1
+
+
+DEEP = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("request_", "rpc_id", "says"),
+    [
+        # An id that is a lone surrogate: no UTF-8 holds it, and the answer was never
+        # written (UnicodeEncodeError in a task).
+        (
+            call(9, "weather", {"city": "Paris"}).replace(b'"id": 9', b'"id": "\\ud800"'),
+            "\ud800",
+            "differs at /params/arguments/city",
+        ),
+        # A request too deep to parse was never answered.
+        (
+            b'{"jsonrpc":"2.0","id":9,"method":"tools/call","params":' + DEEP + b"}",
+            9,
+            "no recorded response matches this tools/call request: it is nested too deep to read",
+        ),
+    ],
+    ids=["lone-surrogate-id", "nested-too-deep"],
+)
+def test_a_hostile_request_gets_its_error_answer(
+    tape: tuple[Tape, list[dict[str, Any]]], request_: bytes, rpc_id: Any, says: str
+) -> None:
+    recorded, _ = tape
+
+    async def client(peer: MemoryPeer) -> dict[str, Any]:
+        await handshake(peer)
+        return await answer(peer, request_)
+
+    _, missed = serve(recorded, client)
+    assert missed["id"] == rpc_id and says in missed["error"]["message"]
+
+
+def test_a_line_nested_too_deep_to_read_is_a_parse_error_and_the_session_goes_on(
+    tape: tuple[Tape, list[dict[str, Any]]],
+) -> None:
+    # Its id, if any, is out of reach: answered as a parse error (it raised RecursionError).
+    recorded, live = tape
+
+    async def client(peer: MemoryPeer) -> tuple[dict[str, Any], dict[str, Any]]:
+        await handshake(peer)
+        return await answer(peer, b'{"id":' + DEEP + b"}"), await answer(peer, LIVE[0])
+
+    _, (parse_error, after) = serve(recorded, client)
+    assert parse_error["id"] is None and parse_error["error"]["code"] == -32700
+    assert "nested too deep to read" in parse_error["error"]["message"]
+    assert after == live[0]

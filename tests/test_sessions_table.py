@@ -102,3 +102,14 @@ def test_a_call_session_reads_closed(tmp_path: Path) -> None:
         [*MCPTAPE, "sessions", "--db", db], capture_output=True, text=True, timeout=60, env=env
     )
     assert listed.stdout.splitlines()[2].split()[1:4] == ["demo", "call", "closed"], listed.stdout
+
+
+def test_a_command_npm_installed_is_shown_by_its_name_not_as_bin() -> None:
+    from mcptape.cli.sessions import short_upstream
+
+    # `npm i` then `mcptape record -- node_modules/.bin/mcp-server-memory`: the table said ".bin".
+    assert short_upstream("/srv/app/node_modules/.bin/mcp-server-memory --x") == "mcp-server-memory --x"
+    assert short_upstream("/srv/app/node_modules/@modelcontextprotocol/server-memory/dist/index.js") == (
+        "server-memory"
+    )
+    assert short_upstream("node /srv/app/node_modules/left-pad/index.js") == "node left-pad"

@@ -96,6 +96,7 @@ def test_an_upstream_event_past_the_bound_drops_the_stream_saying_why(
     got, events = _run_link("sse")
     # The request the stream was to answer gets an error rather than hanging.
     assert [json.loads(f.data)["id"] for f in got] == [1] and got[0].kind == "error"
+    assert "(an SSE event is larger than 64000 bytes)" in json.loads(got[0].data)["error"]["message"]
     dropped = [text for kind, text in events if kind == "http_stream_dropped"]
     assert dropped and "larger than 64000 bytes" in dropped[0]
 

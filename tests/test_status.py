@@ -45,6 +45,8 @@ def test_labels_say_what_happened() -> None:
     assert status_label("error", 127, server_spoke=False) == "failed (server exit 127)"
     assert status_label("error", None) == "error"
     assert status_label("interrupted", -15) == "interrupted (server signal 15)"
+    # The gateway or record was stopped and stopped the server: its SIGTERM was mcptape's own.
+    assert status_label("interrupted", -15, stopped_by_us=True) == "interrupted"
     assert status_label("running", None) == "running"
     assert status_label("running", None, recorder_alive=True) == "running"
     assert status_label("running", None, recorder_alive=False) == "lost"

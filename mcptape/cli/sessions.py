@@ -94,7 +94,8 @@ def table_name(row: RowMapping) -> str | None:
 
 def short_upstream(upstream: str | None) -> str | None:
     """A command line as the table shows it, its telling words first: the program without its
-    directory, a script of an npm package as the package (``node server-filesystem``), other
+    directory, a script of an npm package as the package (``node server-filesystem``), a
+    command npm installed as its name (``node_modules/.bin/mcp-server-memory``), other
     long paths as their last two parts. `show` and --json give it whole."""
     if not upstream or "://" in upstream.split(" ", 1)[0]:
         return upstream  # a URL is read from its start
@@ -103,7 +104,9 @@ def short_upstream(upstream: str | None) -> str | None:
         parts = word.split("/")
         if "/node_modules/" in word:
             package = word.rsplit("/node_modules/", 1)[1].split("/")
-            out.append(package[1] if package[0].startswith("@") and len(package) > 1 else package[0])
+            # A scope's package (@scope/name), or an installed command (.bin/name): its name.
+            named = (package[0].startswith("@") or package[0] == ".bin") and len(package) > 1
+            out.append(package[1] if named else package[0])
         elif word.startswith("/") and i == 0:
             out.append(parts[-1] or word)
         elif word.startswith("/") and len(parts) > 4:

@@ -149,10 +149,11 @@ def render_line(line: Line, start: float) -> str:
     offset = f"{'+' if line.ts >= start else '-'}{abs(line.ts - start):.3f}s"
     kind = KIND_SHORT.get(line.kind, line.kind)
     tag = f" {line.tag}" if line.tag else ""
-    text = (
-        f"{offset:>8}{tag} {line.mark} {safe(kind):<{KIND_WIDTH}} {safe(line.method):<{METHOD_WIDTH}} "
-        f"{safe(line.summary)}"
-    )
+    if line.method:
+        what = f"{safe(kind):<{KIND_WIDTH}} {safe(line.method):<{METHOD_WIDTH}}"
+    else:  # an event: its kind (upstream_connect, http_session…) takes the method's room too
+        what = f"{safe(kind):<{KIND_WIDTH + 1 + METHOD_WIDTH}}"
+    text = f"{offset:>8}{tag} {line.mark} {what} {safe(line.summary)}"
     return text.rstrip()
 
 

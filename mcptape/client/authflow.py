@@ -103,8 +103,8 @@ class Authorizer:
                 if response.status == 200:
                     try:
                         body = await response.json(content_type=None)
-                    except ValueError:
-                        continue  # not JSON: not metadata; the next place may have it
+                    except (ValueError, RecursionError):
+                        continue  # not JSON (or nested past any parser): not metadata; the next place may have it
                     if isinstance(body, dict):
                         return body
         return None

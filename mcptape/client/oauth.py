@@ -84,7 +84,10 @@ async def _get_json(session: Any, urls: list[str]) -> tuple[str, dict[str, Any]]
     for url in urls:
         async with session.get(url) as response:
             if response.status == 200:
-                body = await response.json(content_type=None)
+                try:
+                    body = await response.json(content_type=None)
+                except (ValueError, RecursionError):
+                    continue  # not JSON (a login page), or nested past any parser: not metadata
                 if isinstance(body, dict):
                     return url, body
     return None
@@ -95,7 +98,7 @@ async def post_json(session: Any, url: str, **kwargs: Any) -> dict[str, Any]:
     async with session.post(url, **kwargs) as response:
         try:
             body = await response.json(content_type=None)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past any parser
             body = None
         if response.status >= 400:
             error = body if isinstance(body, dict) else {}

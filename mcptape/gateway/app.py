@@ -73,6 +73,10 @@ class Gateway:
     def sessions(self) -> dict[str, GatewaySession]:
         return self.manager.sessions
 
+    def session_count(self) -> int:
+        """The sessions open now: those the gateway runs and those passed through to an HTTP upstream."""
+        return len(self.manager.sessions) + len(self.passthrough.sessions)
+
     # -- the app --------------------------------------------------------------------
 
     def app(self) -> web.Application:
@@ -146,7 +150,7 @@ class Gateway:
         body = {
             "status": "unavailable" if failed else "ok",
             "replica": self.config.replica_name(),
-            "sessions": len(self.manager.sessions) + len(self.passthrough.sessions),
+            "sessions": self.session_count(),
             "store": store,
         }
         return web.json_response(body, status=503 if failed else 200)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from mcptape.gateway.manager import SessionManager
-from mcptape.gateway.responses import http_error, not_json_rpc
+from mcptape.gateway.responses import batch_too_large, http_error, not_json_rpc
 from mcptape.gateway.session import frame_meta, pump
 from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.downstream import SseSessionLink
@@ -60,6 +60,8 @@ class LegacySseSessions:
             return http_error(404, self.manager.unknown(sid, name))
         body = await read_body(request)
         frame = Frame(body, "c2s", meta=frame_meta(request, "sse-endpoint", self.manager.config.redact_names))
+        if (refused := batch_too_large(frame)) is not None:
+            return refused
         try:
             await gateway_session.link.receive(frame)
         except LinkClosed:

@@ -73,8 +73,15 @@ def make_runner(gateway: Gateway) -> web.AppRunner:
     # keepalive_timeout: aiohttp's default keeps a connection that has not finished sending a
     # request for an hour, so a client sending its headers a byte a second (slowloris) holds
     # a connection, and a descriptor, that long. Streams being answered are not affected.
+    # auto_decompress: aiohttp inflates a request body as it arrives, before any handler
+    # (and its size bound) sees it: 1 MB of gzip took the gateway to 1.9 GB. Bodies stay as
+    # sent, and a compressed one is refused (read_body).
     return web.AppRunner(
-        gateway.app(), handler_cancellation=True, access_log=None, keepalive_timeout=CONNECTION_IDLE_S
+        gateway.app(),
+        handler_cancellation=True,
+        access_log=None,
+        keepalive_timeout=CONNECTION_IDLE_S,
+        auto_decompress=False,
     )
 
 
@@ -83,7 +90,6 @@ async def serve_gateway(
     config: GatewayConfig,
     announce_token: str | None,
     describe: Callable[[str], list[str]],
-    stopping: Callable[[str], None] | None = None,
 ) -> str | None:
     """Listen, announce ``describe(base_url)``, serve until SIGINT/SIGTERM/SIGHUP, shut down.
 
@@ -105,8 +111,7 @@ async def serve_gateway(
     settle_heap()  # started up: what exists now stays for the gateway's whole life
     host = f"[{config.host}]" if ":" in config.host else config.host
     reason = await announce_and_wait(describe(f"http://{host}:{port}"), config, announce_token)
-    if stopping is not None:
-        stopping(reason)
+    _say(f"stopping ({reason}): closing {gateway.session_count()} session(s)")
     # Signals keep coming while sessions close (whoever stopped us may insist): the second
     # gives up waiting for upstreams, the third gives up writing what is left.
     late: list[int] = []
@@ -147,8 +152,5 @@ async def run_gateway(config: GatewayConfig, announce_token: str | None) -> int:
             lines.append(f"  {name} ({spec.transport}): {base}/servers/{name}/mcp  {base}/servers/{name}/sse")
         return lines
 
-    def stopping(reason: str) -> None:
-        _say(f"stopping ({reason}): closing {len(gateway.sessions)} session(s)")
-
-    reason = await serve_gateway(gateway, config, announce_token, describe, stopping)
+    reason = await serve_gateway(gateway, config, announce_token, describe)
     return 2 if reason is None else 0

@@ -6,7 +6,8 @@ itself: each request goes to the upstream as it came (hop-by-hop headers dropped
 comes back as it is: status (202, 400, 401, 404 for an expired session, 405), the
 upstream's ``Mcp-Session-Id``, ``WWW-Authenticate``, and the body streamed chunk by
 chunk as it arrives, never buffered nor decompressed (``Accept-Encoding`` is not
-forwarded, so a copy can be parsed for the recording). One recorded session per
+forwarded, so a copy can be parsed for the recording); an answer with a header no HTTP
+response may carry (a control character in it) is a 502 saying so. One recorded session per
 upstream session id (per client connection when there is none).
 
 Upstream requests go through :class:`~mcptape.gateway.passthrough_client.UpstreamClient`
@@ -22,6 +23,7 @@ event. Tokens are never minted or swapped.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
@@ -47,6 +49,8 @@ from mcptape.redact import placeholder
 from mcptape.wire.frame import Frame
 
 MAX_JSON_COPY = 64 << 20
+# What aiohttp refuses to write in a header (it raises once the response is half begun).
+_FORBIDDEN_IN_HEADERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
 
@@ -65,6 +69,14 @@ def upstream_headers(
     return headers
 
 
+def _unwritable(headers: Iterable[tuple[str, str]]) -> str | None:
+    """Why an upstream's answer cannot be forwarded: a header aiohttp read but writes no such."""
+    bad = next((k for k, v in headers if _FORBIDDEN_IN_HEADERS.search(k + v)), None)
+    if bad is None:
+        return None
+    return f"the upstream's answer has a control character in its {bad!r} header: not forwarded"
+
+
 class _HeadersWithFirstChunk(web.StreamResponse):
     """A response whose headers leave with its first body chunk: one write less per answer.
 
@@ -75,10 +87,14 @@ class _HeadersWithFirstChunk(web.StreamResponse):
     _send_headers_immediately = False
 
 
+MAX_PASSED_SESSIONS = 10_000  # ~11 KB each: a gateway follows at most this many at once
+
+
 @dataclass(eq=False)
 class PassSession:
     session: Session  # assembled without links: frames are handed to its addons here
     last_active: float
+    busy: int = 0  # requests of it in flight (a GET stream may last the whole session)
 
 
 def metadata_url(resource_url: str) -> str:
@@ -115,13 +131,16 @@ class PassThrough:
         otlp: str | None = None,
         sealer: Sealer | None = None,
         replica: Callable[[], str] | None = None,
+        max_sessions: int = MAX_PASSED_SESSIONS,
     ) -> None:
         self.store = store
+        self.max_sessions = max_sessions
         self.otlp = otlp
         self.redact_names = redact_names
         # A fleet: client-facing session ids are the upstream's sealed (any replica opens them).
         self.sealer = sealer
         self.replica = replica
+        # Least recently used first: a session used again moves to the end.
         self.sessions: dict[str, PassSession] = {}
         self._http: UpstreamClient | None = None
 
@@ -131,10 +150,20 @@ class PassThrough:
         return self._http
 
     def _session(
-        self, key: str, name: str, spec: UpstreamSpec, conversation: str | None = None
+        self,
+        key: str,
+        name: str,
+        spec: UpstreamSpec,
+        conversation: str | None = None,
+        held: list[PassSession] | None = None,
     ) -> PassSession:
-        session = self.sessions.get(key)
-        if session is None:
+        """The session ``key`` names, opened if new; ``held``: in flight until the request ends."""
+        session = self.sessions.pop(key, None)
+        if session is not None:
+            self.sessions[key] = session  # the most recently used now
+        else:
+            if len(self.sessions) >= self.max_sessions:
+                self._let_go_of_one()
             plan = SessionPlan(
                 "proxy",
                 "http->http",
@@ -147,7 +176,21 @@ class PassThrough:
             )
             session = self.sessions[key] = PassSession(assemble(plan), time.monotonic())
         session.last_active = time.monotonic()
+        if held is not None:
+            session.busy += 1
+            held.append(session)
         return session
+
+    def _let_go_of_one(self) -> None:
+        """Memory stays bounded whatever clients do (most never DELETE, and each INIT opens a
+        session): the least recently used session with nothing in flight ends, as if idle. A
+        later request in it opens a new recorded session; the upstream's own is untouched."""
+        for key, session in self.sessions.items():
+            if not session.busy:
+                self.end(
+                    key, "closed", f"the least recently used of {self.max_sessions} sessions followed at once"
+                )
+                return
 
     def end(self, key: str, status: str, why: str) -> None:
         session = self.sessions.pop(key, None)
@@ -158,6 +201,25 @@ class PassThrough:
 
     async def forward(
         self, request: web.Request, name: str, spec: UpstreamSpec, token: str | None, gateway_url: str
+    ) -> web.StreamResponse:
+        """Forward one request and its answer, recording both (in flight meanwhile: neither
+        the idle sweep nor the bound ends a session while its stream is open)."""
+        held: list[PassSession] = []
+        try:
+            return await self._forward(request, name, spec, token, gateway_url, held)
+        finally:
+            for session in held:
+                session.busy -= 1
+                session.last_active = time.monotonic()  # idle from when its last stream ended
+
+    async def _forward(
+        self,
+        request: web.Request,
+        name: str,
+        spec: UpstreamSpec,
+        token: str | None,
+        gateway_url: str,
+        held: list[PassSession],
     ) -> web.StreamResponse:
         assert spec.url is not None
         http = self._http or self._client()
@@ -190,7 +252,10 @@ class PassThrough:
 
         # A request in a known session is recorded while the upstream works on it; the one
         # that opens a session (the id comes with the answer) once the answer is there.
-        known = self._session(f"{name}:{key_sid}", name, spec, conversation) if key_sid else None
+        # A session id the gateway has not seen: if the upstream refuses it, its session ends
+        # with this answer (a client naming ids at random kept a session open for each).
+        claimed = bool(key_sid) and f"{name}:{key_sid}" not in self.sessions
+        known = self._session(f"{name}:{key_sid}", name, spec, conversation, held) if key_sid else None
         upstream = await http.request(
             request.method,
             spec.url,
@@ -202,7 +267,7 @@ class PassThrough:
         key = f"{name}:{sid}" if sid else f"{name}:conn-{id(request.transport)}"
         if sid and not key_sid and self.sealer is not None:
             conversation = uuid.uuid4().hex  # a new session: every replica's rows of it share this
-        session = known or self._session(key, name, spec, conversation)
+        session = known or self._session(key, name, spec, conversation, held)
         recorded = session.session
         if sid and not key_sid:
             hidden = placeholder(sid)  # a session id opens the session: recorded like a token
@@ -221,6 +286,11 @@ class PassThrough:
                 if new != v:
                     out_headers[i] = (k, new)
                     edited.append(("www-authenticate", v, new))
+        why = _unwritable(out_headers)
+        if why is not None:
+            upstream.release()
+            recorded.event("error", why, None)
+            return http_error(502, why)
         kind = _HeadersWithFirstChunk if request.method == "POST" else web.StreamResponse
         response = kind(status=upstream.status, reason=upstream.reason, headers=out_headers)
         for _, old, new in edited:
@@ -289,6 +359,8 @@ class PassThrough:
             self.end(key, "closed", "the client deleted the session")
         elif upstream.status == 404 and key_sid:
             self.end(key, "closed", "the server no longer knows this session (404)")
+        elif claimed and upstream.status >= 400:
+            self.end(key, "closed", f"the server refused the session id the client named ({upstream.status})")
         return response
 
     def _sealed_headers(
@@ -319,11 +391,24 @@ class PassThrough:
         assert spec.url is not None
         http = self._http or self._client()
         upstream = await http.request("GET", metadata_url(spec.url), [("Accept", "application/json")], None)
+        read = bytearray()
         try:
-            body = b"".join([chunk async for chunk in upstream.chunks()])
+            # Held whole to be rewritten: bounded as a recorded answer's copy is.
+            async for chunk in upstream.chunks():
+                read += chunk
+                if len(read) > MAX_JSON_COPY:
+                    return http_error(
+                        502,
+                        f"the upstream's protected-resource metadata is larger than {MAX_JSON_COPY} bytes: not forwarded",
+                    )
         finally:
             upstream.release()
+        body = bytes(read)
+        del read
         headers = dict(end_to_end(upstream.headers, ["content-encoding"]))
+        why = _unwritable(headers.items())
+        if why is not None:
+            return http_error(502, why)
         rewritten = rewrite_resource(body, gateway_url) if upstream.status == 200 else None
         if rewritten is not None and session_key:
             session = self._session(session_key, spec.name, spec)
@@ -336,7 +421,7 @@ class PassThrough:
     def sweep(self, idle_timeout: float) -> None:
         now = time.monotonic()
         for key, session in list(self.sessions.items()):
-            if now - session.last_active > idle_timeout:
+            if not session.busy and now - session.last_active > idle_timeout:
                 self.end(key, "closed", f"idle for more than {idle_timeout:g} s")
 
     async def close(self, reason: str) -> None:

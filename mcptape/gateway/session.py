@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from mcptape.gateway.manager import GatewaySession, SessionManager
-from mcptape.gateway.responses import SSE_HEADERS, http_error, not_json_rpc, primes
+from mcptape.gateway.responses import SSE_HEADERS, batch_too_large, http_error, not_json_rpc, primes
 from mcptape.proxy.http.bodies import read_body
 from mcptape.proxy.http.downstream import EventStream, HttpSessionLink
 from mcptape.proxy.http.headers import SESSION_ID, accepts, that_matter
@@ -78,6 +78,8 @@ class StreamableSessions:
         manager = self.manager
         body = await read_body(request)
         frame = Frame(body, "c2s", meta=frame_meta(request, "post", manager.config.redact_names))
+        if (refused := batch_too_large(frame)) is not None:
+            return refused
         routed: Frame | None = None  # a pool's: the frame as the upstream gets it
         sid = request.headers.get(SESSION_ID)
         headers: dict[str, str] = {}

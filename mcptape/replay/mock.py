@@ -36,8 +36,6 @@ import threading
 from collections.abc import Awaitable
 from typing import Any, Final
 
-import orjson
-
 from mcptape.proxy.link import (
     Deliver,
     Ended,
@@ -56,6 +54,7 @@ from mcptape.replay.normalise import Normaliser
 from mcptape.replay.pace import Pace, Pacer
 from mcptape.replay.tape import Exchange, ServerCall, Tape, id_key
 from mcptape.wire.frame import Frame, classify_message
+from mcptape.wire.jsonrpc import dumps, error_response
 from mcptape.wire.protocol import DISCOVER, HELLO_METHODS, INITIALIZE
 
 MISS: Final = -32601  # the method (with these params) is not on the tape
@@ -196,7 +195,7 @@ class TapeServer(LinkBase):
     # -- answering ------------------------------------------------------------------
 
     async def _out(self, message: dict[str, Any] | bytes) -> None:
-        data = message if isinstance(message, bytes) else _dumps(message)
+        data = message if isinstance(message, bytes) else dumps(message)
         async with self._lock:
             if not self._open or self._deliver is None:
                 return
@@ -225,6 +224,12 @@ class TapeServer(LinkBase):
             error = _not_a_message(frame.data)
             if error is not None:  # answered as a JSON-RPC server answers it
                 self._spawn(self._out({"jsonrpc": "2.0", "id": None, "error": error}))
+        elif frame.kind == "request" and frame.message is None and frame.rpc_id is not None:
+            # Nested deeper than any parser goes (its top level says it is a request): it
+            # can match nothing recorded, and is told so rather than left unanswered.
+            why = f"mcptape serve: no recorded response matches this {frame.method} request: it is nested too deep to read"
+            self._spawn(self._out(error_response(frame.rpc_id, MISS, why)))
+            return
         messages = self._messages(frame)
         requests = [m for m in messages if classify_message(m).kind == "request"]
         if after and not requests:
@@ -345,7 +350,7 @@ class TapeServer(LinkBase):
         if response is None:
             return None
         body = {k: v for k, v in response.items() if k not in ("id", "jsonrpc")}
-        return _dumps({"jsonrpc": "2.0", "id": request.get("id"), **body})
+        return dumps({"jsonrpc": "2.0", "id": request.get("id"), **body})
 
     async def _server_call(self, call: ServerCall) -> None:
         assert self._loop is not None
@@ -381,16 +386,11 @@ def _not_a_message(data: bytes) -> dict[str, Any] | None:
         value = json.loads(data)
     except ValueError:
         return {"code": -32700, "message": "mcptape serve: Parse error: the line is not JSON"}
+    except RecursionError:
+        return {"code": -32700, "message": "mcptape serve: Parse error: the line is nested too deep to read"}
     if isinstance(value, dict) and "id" in value:
         return None
     return {"code": -32600, "message": "mcptape serve: Invalid Request: the line is not a JSON-RPC message"}
-
-
-def _dumps(message: Any) -> bytes:
-    try:
-        return orjson.dumps(message)
-    except TypeError:  # an integer beyond 64 bits (see _exact)
-        return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _error(request: dict[str, Any], code: int, message: str) -> dict[str, Any]:

@@ -111,7 +111,7 @@ def session_label(store: Store, conn: Any, row: RowMapping) -> str:
     code = row["exit_code"]
     if row["status"] in ("ok", "closed", "error") and code is not None and code != 0:
         spoke = server_spoke(conn, row["id"])
-    if row["status"] in ("ok", "closed") and code is not None and code != 0:
+    if row["status"] in ("ok", "closed", "interrupted") and code is not None and code != 0:
         stopped = stopped_by_mcptape(conn, row["id"])
     return status_label(
         row["status"],

@@ -61,6 +61,8 @@ def status_label(
         if not server_spoke and exit_code > 0:
             return f"failed (server {words})"
         return f"closed (server {words})"  # the client left; the server's exit was not 0
+    if status == "interrupted" and stopped_by_us:
+        return status  # mcptape was stopped and stopped the server: its signal was ours
     if status == "error" and not server_spoke:
         return f"failed (server {words})"
     return f"{text} (server {words})"

@@ -15,16 +15,23 @@ from typing import Any
 import orjson
 
 
-def _dumps(value: Any) -> bytes:
+def dumps(value: Any) -> bytes:
+    """A message mcptape writes as JSON: integers beyond 64 bits whole, a lone surrogate escaped."""
     try:
         return orjson.dumps(value)
-    except TypeError:  # integers beyond 64 bits
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    except TypeError:  # integers beyond 64 bits, or a lone surrogate
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # A lone surrogate (a header's bytes that are no UTF-8, as aiohttp reads them): no
+        # UTF-8 holds it, JSON's \u escape does.
+        return json.dumps(value, separators=(",", ":")).encode()
 
 
 def result_response(rpc_id: str, result: Any) -> bytes:
     """A JSON-RPC result for the request whose id has the wire text ``rpc_id``."""
-    return b'{"jsonrpc":"2.0","id":' + rpc_id.encode() + b',"result":' + _dumps(result) + b"}"
+    return b'{"jsonrpc":"2.0","id":' + rpc_id.encode() + b',"result":' + dumps(result) + b"}"
 
 
 def error_response(rpc_id: str, code: int, message: str, data: Any = None) -> bytes:
@@ -33,4 +40,4 @@ def error_response(rpc_id: str, code: int, message: str, data: Any = None) -> by
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
-    return b'{"jsonrpc":"2.0","id":' + rpc_id.encode() + b',"error":' + _dumps(error) + b"}"
+    return b'{"jsonrpc":"2.0","id":' + rpc_id.encode() + b',"error":' + dumps(error) + b"}"

@@ -8,6 +8,7 @@ answers 404 for ids it does not know, as the specification says.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,8 @@ class FakeUpstream:
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     url: str = ""
     _runner: web.AppRunner | None = None
+    # A request for method "hold" is answered once this is set (a request kept in flight).
+    release: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def _mcp(self, request: web.Request) -> web.StreamResponse:
         sid = request.headers.get("Mcp-Session-Id")
@@ -55,6 +58,8 @@ class FakeUpstream:
             return web.json_response({"jsonrpc": "2.0", "id": body.get("id"), "error": error}, status=404)
         if "id" not in body:
             return web.Response(status=202)
+        if body.get("method") == "hold":
+            await self.release.wait()
         return web.json_response({"jsonrpc": "2.0", "id": body["id"], "result": {"echo": body.get("params")}})
 
     async def start(self, port: int = 0) -> str:

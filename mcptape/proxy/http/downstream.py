@@ -181,7 +181,8 @@ class HttpSessionLink(DownstreamLink):
         comes back is routed by it.
         """
         stream: EventStream | None = None
-        message = (routed or frame).message
+        carrier = routed or frame
+        message = carrier.message
         key = f"p{next(self._numbers)}"
         if message is not None:
             with self._lock:
@@ -190,14 +191,17 @@ class HttpSessionLink(DownstreamLink):
                         if note.get("as") == "id":
                             self._pool_ids.setdefault(id_key(note["theirs"]), []).append(note["ours"])
                 if self.router.opened(key, message):
-                    meta = stream_meta("POST", self.path, "post", headers or {})
-                    stream = self.streams[key] = EventStream(key, meta, self.backlog)
-                    if prime:
-                        stream.prime()
+                    stream = self._open_stream(key, headers, prime)
                 # A cancelled request's stream ends: else it stays "the only request in
                 # flight" and takes what the server sends later about anything else.
                 for done in self.router.cancel(message):
                     self._retire(done)
+        elif carrier.kind == "request" and carrier.rpc_id is not None:
+            # Nested deeper than any parser goes, yet a request (its top level says so): its
+            # answer comes on its stream (a 202 told the client none would).
+            with self._lock:
+                self.router.opened_one(key, carrier.rpc_id)
+                stream = self._open_stream(key, headers, prime)
         try:
             await self.receive(frame)
         except LinkClosed:
@@ -206,6 +210,13 @@ class HttpSessionLink(DownstreamLink):
                     self.router.closed(key)
                     self._retire(key)
             raise
+        return stream
+
+    def _open_stream(self, key: str, headers: dict[str, str] | None, prime: bool) -> EventStream:
+        meta = stream_meta("POST", self.path, "post", headers or {})
+        stream = self.streams[key] = EventStream(key, meta, self.backlog)
+        if prime:
+            stream.prime()
         return stream
 
     def in_flight(self) -> set[str]:
@@ -259,11 +270,17 @@ class HttpSessionLink(DownstreamLink):
                 old.forget()
 
     def resume(self, last_event_id: str) -> tuple[EventStream, int] | None:
-        """The stream and position a ``Last-Event-ID`` names; None when unknown."""
+        """The stream and position a ``Last-Event-ID`` names; None when unknown.
+
+        Whatever the client wrote: digits no ``int`` takes (``²``, thousands of them) and a
+        number past the stream's last event (no event it was given) name nothing.
+        """
         key, _, number = last_event_id.rpartition("-")
         with self._lock:
             stream = self.streams.get(key)
-        if stream is None or stream.let_go or not number.isdigit():
+        if stream is None or stream.let_go or not (number.isascii() and number.isdigit()):
+            return None
+        if len(number.lstrip("0")) > len(str(stream.count)) or int(number) > stream.count:
             return None
         return stream, int(number)
 

@@ -63,6 +63,10 @@ class Router:
             self.open[stream] = entry
         return bool(entry.ids)
 
+    def opened_one(self, stream: str, rpc_id: str) -> None:
+        """A POST carried one request known only by its id's wire text (nested past any parser)."""
+        self.open[stream] = OpenStream({id_key(rpc_id)})
+
     def route(self, message: Any) -> str | None:
         """The stream for one server message (a batch goes where its first routable item goes)."""
         for item in _items(message):

@@ -42,7 +42,15 @@ class SseParser:
         self._pending_cr = False
         self.max_event_bytes = MAX_EVENT_BYTES if max_event_bytes == -1 else max_event_bytes
         self.last_event_id: str | None = None
-        """The last ``id:`` seen (what a reconnect sends as ``Last-Event-ID``)."""
+        """The ``id:`` of the last event that arrived whole (what a reconnect sends as ``Last-Event-ID``)."""
+
+    def reset(self) -> None:
+        """A new connection goes on from here: what the last one left unfinished (a line, an
+        event without its blank line) is dropped, as WHATWG says; ``last_event_id`` stays."""
+        self._buf = bytearray()
+        self._scanned = 0
+        self._data, self._size, self._event, self._id, self._retry = [], 0, "", None, None
+        self._pending_cr = False
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Parse a chunk; returns the events it completed (possibly none)."""
@@ -99,7 +107,6 @@ class SseParser:
         elif name == b"id":
             if b"\0" not in value:
                 self._id = value.decode("utf-8", "replace")
-                self.last_event_id = self._id
         elif name == b"retry" and value.isdigit():
             self._retry = int(value)
         return None
@@ -108,6 +115,10 @@ class SseParser:
         data, event, eid, retry = self._data, self._event, self._id, self._retry
         self._data, self._size, self._event, self._retry = [], 0, "", None
         self._id = None
+        if eid is not None:
+            # Only an event that arrived whole moves it (WHATWG: set on dispatch): resuming
+            # after a half-sent event's id would have the server skip that event.
+            self.last_event_id = eid
         if not data:
             # An id-only event still moves the resumption point; nothing to deliver.
             return (

@@ -22,6 +22,11 @@ from mcptape.wire.jsonrpc import error_response
 # JSON-RPC "server error" range; the MCP SDKs use -32000 for a closed connection.
 UPSTREAM_ERROR = -32000
 CONNECT_TIMEOUT = 10.0
+# How long the next POST waits for the response headers of the one before: long enough
+# that the server has it first, while a server that holds them back (a JSON answer sent
+# when the tool is done, or never) does not stall the session: the client's
+# `notifications/cancelled` for that request and its other requests go on.
+HEADERS_WAIT_S = 2.0
 
 
 class CrossOriginRedirect(ConnectionError):

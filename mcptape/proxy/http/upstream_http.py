@@ -2,9 +2,10 @@
 
 Each frame the client sends is POSTed on its own, in order, with ``Accept:
 application/json, text/event-stream``. The sender waits only for the response's
-headers before the next POST (so the session id minted by ``initialize`` is known to
-what follows), and reads each body in a task of its own: a JSON body is one frame, an
-SSE body is delivered event by event as it arrives. 202 (notifications, responses) has
+headers before the next POST, and :data:`HEADERS_WAIT_S` at most (a server holding them
+back must not stall the session), except for ``initialize`` (what follows needs its
+session id) and auto mode's first POST. Each body is read in a task of its own: a JSON
+body is one frame, an SSE body is delivered event by event as it arrives. 202 (notifications, responses) has
 no body. After ``notifications/initialized`` the GET stream is opened for messages the
 server sends on its own (405: the server offers none); the next POST waits (a bounded
 time) until that stream is open, so what the server sends there in answer to it is not
@@ -14,8 +15,9 @@ lost. ``Mcp-Session-Id`` and
 id unless the server minted one: mcptape forwards what the client speaks, never
 upgrading or downgrading a session. A stream that ends (dropped or closed by the
 server, SEP-1699) before its answers came, on whatever stream, is resumed with a GET
-carrying the last ``Last-Event-ID`` it saw, after the server's SSE ``retry`` delay; the
-GET stream is re-opened the same way. The session is DELETEd on close.
+carrying the last ``Last-Event-ID`` it saw, after the server's SSE ``retry`` delay (a
+minute at most, :data:`MAX_RETRY_S`); the GET stream is re-opened the same way. The
+session is DELETEd on close.
 
 Every frame's ``meta`` says how it came: ``http_method``, ``path``, ``status``, ``stream``
 (``post`` or ``get``), ``event_id`` and the headers that matter (credentials redacted).
@@ -40,13 +42,22 @@ from mcptape.proxy.http.headers import (
     that_matter,
 )
 from mcptape.proxy.http.sse import SseParser
-from mcptape.proxy.http.upstream_base import LoopLink, request_ids, response_ids, unreachable
+from mcptape.proxy.http.upstream_base import (
+    HEADERS_WAIT_S,
+    LoopLink,
+    request_ids,
+    response_ids,
+    unreachable,
+)
 from mcptape.redact import placeholder
 from mcptape.wire.frame import Frame
 from mcptape.wire.protocol import INITIALIZE, INITIALIZED
 
 RESUME_ATTEMPTS = 5
 DEFAULT_RETRY_S = 0.5
+# The longest wait before resuming a stream, whatever the server's SSE ``retry`` asks: a
+# ``retry: 999999999999999`` would hold the requests it carried for ever.
+MAX_RETRY_S = 60.0
 # How long the POST after notifications/initialized waits for the GET stream to open: a
 # server that holds the GET's headers back must not stall the session.
 GET_OPEN_WAIT_S = 2.0
@@ -134,6 +145,7 @@ class HttpClientLink(LoopLink):
         # an id, as a network would, so that the resumption below runs.
         self.cut_after: int | None = None
         self._deleted = False
+        self.session_refused: str | None = None  # why the session the server minted cannot be used
 
     # -- sending ------------------------------------------------------------------------
 
@@ -184,11 +196,26 @@ class HttpClientLink(LoopLink):
         return headers
 
     async def _post(self, frame: Frame, first: bool) -> None:
-        import aiohttp
-
         if frame.kind == "request" and frame.method == INITIALIZE and frame.rpc_id is not None:
             self._initialize_ids.add(frame.rpc_id)
         self._unanswered.update(request_ids(frame))
+        # `initialize` and auto mode's first POST are waited for: what follows needs their
+        # answer (the session id; whether this server speaks streamable HTTP at all).
+        if (first and self.probe) or frame.method == INITIALIZE:
+            await self._answered(frame, first)
+            return
+        # Others a bounded time: the task goes on and reads the body as soon as it comes.
+        answered = self.spawn(self._answered(frame, first))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(answered), HEADERS_WAIT_S)
+
+    async def _answered(self, frame: Frame, first: bool) -> None:
+        """The rest of :meth:`_post`: send it and handle the response once its headers come."""
+        import aiohttp
+
+        if self.session_refused is not None and frame.method != INITIALIZE:
+            await self.fail_request(frame, self.session_refused)
+            return
         try:
             response = await self._http.post(self.url, data=frame.data, headers=self._headers(frame))
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
@@ -235,6 +262,15 @@ class HttpClientLink(LoopLink):
         # 2026-07-28 `server/discover` with 400 and the id of a session it ends at once,
         # which would make the `initialize` that follows a 404.
         if sid and sid != self.session_id and response.status < 300:
+            if not all("!" <= c <= "~" for c in sid):
+                # The spec allows visible ASCII only; aiohttp writes no header with a control
+                # character (it raised in the next request's task, which answered nothing).
+                self.session_refused = (
+                    f"the MCP server minted a session id ({placeholder(sid)}) with characters no HTTP "
+                    "header may carry (visible ASCII only): no request can name that session"
+                )
+                self.emit("error", self.session_refused, {"url": self.url})
+                return
             self.session_id = sid
             self.emit(
                 "http_session",
@@ -339,6 +375,7 @@ class HttpClientLink(LoopLink):
         resumed = False
         identified = 0
         while True:
+            cut: str | None = None
             try:
                 async for chunk in response.content.iter_any():
                     for event in parser.feed(chunk):
@@ -358,9 +395,10 @@ class HttpClientLink(LoopLink):
                     if resumed and stream == "post" and not waiting & self._unanswered:
                         break  # the resumed stream brought the answers: done with it
             except Exception as exc:
+                cut = str(exc) or type(exc).__name__
                 self.emit(
                     "http_stream_dropped",
-                    f"{stream} stream dropped: {exc}",
+                    f"{stream} stream dropped: {cut}",
                     {"event_id": parser.last_event_id},
                 )
             finally:
@@ -370,13 +408,23 @@ class HttpClientLink(LoopLink):
                 return
             if (stream == "post" and parser.last_event_id is None) or attempts >= RESUME_ATTEMPTS:
                 if stream == "post":
-                    why = f"a response stream ended before answering {sorted(waiting)}"
+                    why = f"a response stream ended before answering {sorted(waiting)}" + (
+                        f" ({cut})" if cut else ""
+                    )
                     self.emit("http_stream_lost", why, None)
                     await self.fail_ids(
                         waiting & self._unanswered, "the MCP server's " + why.removeprefix("a ")
                     )
                 return
             attempts += 1
+            if retry > MAX_RETRY_S:
+                self.emit(
+                    "http_retry_capped",
+                    f"the server asked to wait {retry:g} s before resuming the {stream} stream; "
+                    f"mcptape waits {MAX_RETRY_S:g} s at most",
+                    {"retry_s": retry},
+                )
+                retry = MAX_RETRY_S
             # SEP-1699: wait what the server asked (its last `retry`) before reconnecting.
             await asyncio.sleep(retry)
             if not self._receiving or self._send_closed:
@@ -394,6 +442,7 @@ class HttpClientLink(LoopLink):
                     )
                 return
             response, resumed = again, True
+            parser.reset()  # an event the dropped stream left half-sent is not glued to this one's
             meta = {**self._meta(response, "GET", stream), "resumed": True}
 
     async def _get(self, last_event_id: str | None) -> Any:

@@ -3,18 +3,20 @@
 The server's first event, ``endpoint``, names the URL (relative to the stream's) that
 messages are POSTed to; every server message then arrives as a ``message`` event on
 the stream. Frames the client sends before the endpoint is known wait for it, in
-order. The stream ending ends the link.
+order; each POST is waited for :data:`HEADERS_WAIT_S` at most before the next, so a
+server that never answers one stalls nothing. The stream ending ends the link.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from mcptape.proxy.http.headers import lowered, media_type, that_matter
 from mcptape.proxy.http.sse import SseParser
-from mcptape.proxy.http.upstream_base import LoopLink, same_origin, unreachable
+from mcptape.proxy.http.upstream_base import HEADERS_WAIT_S, LoopLink, same_origin, unreachable
 from mcptape.redact import redact_url
 from mcptape.wire.frame import Frame
 
@@ -58,7 +60,11 @@ class SseClientLink(LoopLink):
             item = await self._queue.get()
             if item is None:
                 return
-            await self._post(item)
+            # In order, each waited for a bounded time: a server that never answers a POST
+            # must not hold back the client's cancellation and its other messages.
+            posted = self.spawn(self._post(item))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(posted), HEADERS_WAIT_S)
 
     async def _give_up(self, why: str) -> None:
         self._error = why

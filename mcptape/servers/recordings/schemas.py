@@ -25,9 +25,21 @@ _STR: Final = {"type": "string"}
 _INT: Final = {"type": "integer"}
 _NUM: Final = {"type": "number"}
 _BOOL: Final = {"type": "boolean"}
-_OPT_STR: Final = {"type": ["string", "null"]}
-_OPT_INT: Final = {"type": ["integer", "null"]}
-_OPT_NUM: Final = {"type": ["number", "null"]}
+
+
+def _or_null(*types: str, description: str | None = None) -> dict[str, Any]:
+    """A value of one of ``types`` or null, as ``anyOf`` branches of one type each: a type array
+    (``["string", "null"]``) is valid JSON Schema, but clients that map tool schemas onto a
+    single-type dialect (the Inspector's --strict warns of it) may reject or loosen it."""
+    schema: dict[str, Any] = {"anyOf": [*({"type": kind} for kind in types), {"type": "null"}]}
+    if description is not None:
+        schema["description"] = description
+    return schema
+
+
+_OPT_STR: Final = _or_null("string")
+_OPT_INT: Final = _or_null("integer")
+_OPT_NUM: Final = _or_null("number")
 _SESSION_REF: Final = {
     "type": "string",
     "description": "A session: its id, a unique prefix of it, a session name (the latest with it) or 'last'.",
@@ -74,17 +86,17 @@ EXCHANGE: Final[dict[str, Any]] = {
     "properties": {
         "direction": {"type": "string", "description": "c2s: the client asked; s2c: the server asked."},
         "method": _OPT_STR,
-        "rpc_id": {"type": ["string", "null"], "description": 'The id as JSON text: 1 and "1" differ.'},
+        "rpc_id": _or_null("string", description='The id as JSON text: 1 and "1" differ.'),
         "request_seq": _OPT_INT,
         "response_seq": _OPT_INT,
         "requested_at": _OPT_NUM,
         "latency_ms": _OPT_NUM,
-        "is_error": {"type": ["boolean", "integer", "null"]},
+        "is_error": _or_null("boolean", "integer"),
         "error_code": _OPT_INT,
         "error_message": _OPT_STR,
-        "answered_by": {"type": ["string", "null"], "description": "client, server or proxy (mcptape)."},
-        "request": {"type": ["string", "null"], "description": "The request's JSON text (cut when long)."},
-        "response": {"type": ["string", "null"], "description": "The reply's JSON text (cut when long)."},
+        "answered_by": _or_null("string", description="client, server or proxy (mcptape)."),
+        "request": _or_null("string", description="The request's JSON text (cut when long)."),
+        "response": _or_null("string", description="The reply's JSON text (cut when long)."),
     },
 }
 
@@ -160,15 +172,19 @@ TOOLS: Final[dict[str, dict[str, Any]]] = {
                 "session": {**SESSION, "properties": {**SESSION["properties"], "error": _OPT_STR}},
                 "exchanges": {"type": "array", "items": EXCHANGE},
                 "total": {"type": "integer", "description": "Exchanges in the session."},
-                "next_cursor": {
-                    "type": ["integer", "null"],
-                    "description": "The cursor of the next page; null on the last.",
-                },
+                "next_cursor": _or_null(
+                    "integer", description="The cursor of the next page; null on the last."
+                ),
                 "events": {
                     "type": "array",
                     "items": {
                         "type": "object",
-                        "properties": {"ts": _NUM, "kind": _STR, "text": _OPT_STR, "data": {}},
+                        "properties": {
+                            "ts": _NUM,
+                            "kind": _STR,
+                            "text": _OPT_STR,
+                            "data": {"description": "Any JSON value: what the event carries."},
+                        },
                     },
                 },
             },
