@@ -29,7 +29,9 @@ def test_a_signal_while_serve_reads_its_recording_stops_the_session_cleanly(tmp_
     assert serve.proc.stdin is not None
     deadline = time.monotonic() + WAIT_S  # a bound on a hang, not a timing assertion
     while not catching(serve.proc.pid, signal.SIGTERM):
-        assert time.monotonic() < deadline and serve.proc.poll() is None
+        if time.monotonic() > deadline or serve.proc.poll() is not None:
+            serve.proc.kill()  # the test fails: nothing it started may outlive it
+            raise AssertionError("serve never took SIGTERM over while it started")
         time.sleep(0.002)
     serve.proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
     serve.proc.stdin.flush()
