@@ -53,7 +53,6 @@ PYPI_BREAKS = {
     "elicitation-url",
     "roots",
     "progress",  # no progress notification reaches the client at all
-    "cancellation",  # notifications/cancelled does not reach the server: the tool answers
     "logging",  # log lines the server sends outside a request do not reach the client
     # It advertises only what it forwards: no resources.subscribe, no listChanged, no tasks.
     "resources-subscribe",
@@ -176,7 +175,10 @@ def test_pypi_mcp_proxy_drops_sampling_elicitation_progress_and_more(setup: dict
     assert _breaks(setup, "pypi") == PYPI_BREAKS, _explain(pypi)
     results = pypi.by_id()
     assert results["progress"].detail.startswith("0 of 24 progress")
-    assert "did not reach it" in results["cancellation"].detail
+    # It answers a tools/call in JSON once the tool is done, holding the POST's headers till
+    # then: mcptape's link sent the cancellation only after that answer ("did not reach it").
+    # The next message now waits for those headers 2 s at most, and the cancellation lands.
+    assert results["cancellation"].status == PASS, results["cancellation"].detail
     assert results["resumption"].status == NOT_OFFERED  # it answers with JSON, not a stream
 
 
@@ -248,14 +250,12 @@ def test_cli_direct_lists_what_the_bridge_breaks_in_80_columns(setup: dict[str, 
 
 def test_cli_junit_and_sarif(setup: dict[str, Any], tmp_path: Path) -> None:
     url = setup["urls"]["pypi"]
-    junit = _cli(
-        url, "--only", "cancellation", "--only", "ping", "--only", "discover-*", "--junit", tmp=tmp_path
-    )
+    junit = _cli(url, "--only", "progress", "--only", "ping", "--only", "discover-*", "--junit", tmp=tmp_path)
     assert junit.returncode == 1, junit.stderr
     suite = ET.fromstring(junit.stdout)
     assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("3", "1", "1")
     failed = [c.get("name") for c in suite.iter("testcase") if c.find("failure") is not None]
-    assert failed == ["cancellation"]
+    assert failed == ["progress"]
     sarif = _cli(url, "--only", "ping", "--only", "discover-*", "--sarif", tmp=tmp_path)
     assert sarif.returncode == 0, sarif.stderr
     log = json.loads(sarif.stdout)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sqlite3
 import subprocess
 import time
@@ -92,8 +93,9 @@ def test_serve_listen_plays_the_recording_over_legacy_sse(demo_db: tuple[Path, d
         assert demo_scenario(sse_client(served.url.removesuffix("/mcp") + "/sse")) == live  # type: ignore[arg-type]
     finally:
         assert served.stop() == 0, served.stderr
-    # Stopped as the gateway is, and saying so as it does (serve said nothing).
-    assert "stopping (SIGTERM): closing 0 session(s)" in served.stderr, served.stderr
+    # Stopped as the gateway is, and saying so as it does (serve said nothing). The client's
+    # session may or may not have closed yet when the signal comes.
+    assert re.search(r"stopping \(SIGTERM\): closing [01] session\(s\)", served.stderr), served.stderr
 
 
 def test_serve_listen_checks_the_token_and_the_host(demo_db: tuple[Path, dict[str, Any]]) -> None:

@@ -13,6 +13,7 @@ import queue
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -178,14 +179,25 @@ class InTerminal:
             self.output += chunk
 
     def wait_for(self, text: bytes) -> None:
-        """Until the screen has shown ``text`` (its escape sequences, which may split words, left out)."""
+        """Until the screen has shown ``text`` (its escape sequences, which may split words, left out).
+
+        Only for text drawn whole: a screen redrawn in place writes only what changed
+        ("connecting" becoming "connected" may be the two letters "ed"); else :meth:`wait_until`.
+        """
         import re
 
+        self.wait_until(
+            lambda: text in re.sub(rb"\x1b\[[0-9;?>$]*[a-zA-Z]", b"", bytes(self.output)),
+            f"the terminal showing {text!r}",
+        )
+
+    def wait_until(self, condition: Callable[[], bool], what: str) -> None:
+        """Until ``condition()`` holds; ``what`` names it when it never does."""
         deadline = time.monotonic() + WAIT_S  # a bound on a hang, not a timing assertion
-        while text not in re.sub(rb"\x1b\[[0-9;?>$]*[a-zA-Z]", b"", bytes(self.output)):
+        while not condition():
             if time.monotonic() > deadline:
                 os.kill(self.pid, 9)  # the test fails: nothing it started may outlive it
-                raise AssertionError(f"the terminal never showed {text!r}: {bytes(self.output[-600:])!r}")
+                raise AssertionError(f"never: {what}: {bytes(self.output[-600:])!r}")
             time.sleep(0.05)
 
     def finish(self) -> int:
