@@ -9,24 +9,17 @@ of, by that bound or by the idle sweep.
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from pathlib import Path
 
 from aiohttp import ClientSession
 
 from mcptape.config.registry import UpstreamSpec
+from tests.helpers.gateway_http import INIT as INIT_BYTES
 from tests.helpers.inproc_gateway import FakeUpstream, post, start_replica
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INIT = json.loads(INIT_BYTES)  # the same initialize every gateway test sends
 
 
 def _ended(db: Path) -> list[tuple[str, str]]:

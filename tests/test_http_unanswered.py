@@ -13,8 +13,13 @@ from aiohttp import web
 from mcptape.proxy.http import upstream_http
 from mcptape.proxy.http.upstream_http import HttpClientLink
 from mcptape.wire.frame import Frame
+from tests.helpers.upstreams import serving
 
 REQUEST = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+# A tool call whose answer the server holds back, the client's cancellation of it, and a ping.
+HELD_CALL = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}'
+HELD_CANCEL = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}'
+HELD_PING = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
 
 
 async def _answer(request: web.Request) -> web.StreamResponse:
@@ -37,22 +42,17 @@ def _run(mode: str) -> list[Frame]:
     async def main() -> list[Frame]:
         app = web.Application()
         app.router.add_post("/mcp", _answer)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        got: list[Frame] = []
-        link = HttpClientLink(f"http://127.0.0.1:{port}/mcp?mode={mode}")
-        link.start(got.append, lambda why: None, lambda k, t, d: None)
-        link.send(Frame(REQUEST, "c2s"))
-        for _ in range(500):
-            if any(f.kind in ("response", "error") and f.rpc_id == "1" for f in got):
-                break
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0.05)  # nothing more is to come: a second answer would show here
-        await link.aclose(0.5)
-        await runner.cleanup()
+        async with serving(app, "") as base:
+            got: list[Frame] = []
+            link = HttpClientLink(f"{base}/mcp?mode={mode}")
+            link.start(got.append, lambda why: None, lambda k, t, d: None)
+            link.send(Frame(REQUEST, "c2s"))
+            for _ in range(500):
+                if any(f.kind in ("response", "error") and f.rpc_id == "1" for f in got):
+                    break
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.05)  # nothing more is to come: a second answer would show here
+            await link.aclose(0.5)
         return got
 
     return asyncio.run(main())
@@ -86,9 +86,7 @@ def test_a_post_whose_headers_are_held_back_does_not_stall_the_requests_after_it
     # A server that answers a tool call in JSON when the tool is done (or never) holds the
     # POST's headers that long: the client's cancellation and its other requests go on.
     monkeypatch.setattr(upstream_http, "HEADERS_WAIT_S", 0.5)  # ample for the POST to leave first
-    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}'
-    cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}'
-    ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+    call, cancel, ping = HELD_CALL, HELD_CANCEL, HELD_PING
 
     async def main() -> tuple[list[bytes], list[bytes]]:
         seen: list[bytes] = []
@@ -107,23 +105,18 @@ def test_a_post_whose_headers_are_held_back_does_not_stall_the_requests_after_it
 
         app = web.Application()
         app.router.add_post("/mcp", answer)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        got: list[Frame] = []
-        link = HttpClientLink(f"http://127.0.0.1:{port}/mcp")
-        link.start(got.append, lambda why: None, lambda k, t, d: None)
-        for data in (call, cancel, ping):
-            link.send(Frame(data, "c2s"))
-        for _ in range(500):
-            if len(got) == 2:
-                break
-            await asyncio.sleep(0.02)
-        cancelled.set()
-        await link.aclose(0.5)
-        await runner.cleanup()
+        async with serving(app, "") as base:
+            got: list[Frame] = []
+            link = HttpClientLink(f"{base}/mcp")
+            link.start(got.append, lambda why: None, lambda k, t, d: None)
+            for data in (call, cancel, ping):
+                link.send(Frame(data, "c2s"))
+            for _ in range(500):
+                if len(got) == 2:
+                    break
+                await asyncio.sleep(0.02)
+            cancelled.set()
+            await link.aclose(0.5)
         return seen, [f.data for f in got]
 
     seen, got = asyncio.run(main())
@@ -212,9 +205,7 @@ def test_a_legacy_sse_post_never_answered_does_not_stall_the_messages_after_it(
     from mcptape.proxy.http.upstream_sse import SseClientLink
 
     monkeypatch.setattr(upstream_sse, "HEADERS_WAIT_S", 0.5)  # ample for the POST to leave first
-    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}'
-    cancel = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}'
-    ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+    call, cancel, ping = HELD_CALL, HELD_CANCEL, HELD_PING
     pong = b'{"jsonrpc":"2.0","id":2,"result":{}}'
 
     async def main() -> tuple[list[bytes], list[bytes]]:
@@ -244,24 +235,19 @@ def test_a_legacy_sse_post_never_answered_does_not_stall_the_messages_after_it(
         app = web.Application()
         app.router.add_get("/sse", stream)
         app.router.add_post("/message", message)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        got: list[Frame] = []
-        link = SseClientLink(f"http://127.0.0.1:{port}/sse")
-        link.start(got.append, lambda why: None, lambda k, t, d: None)
-        for data in (call, cancel, ping):
-            link.send(Frame(data, "c2s"))
-        for _ in range(500):
-            if got:
-                break
-            await asyncio.sleep(0.02)
-        cancelled.set()
-        events.put_nowait(b"")  # the stream ends
-        await link.aclose(0.5)
-        await runner.cleanup()
+        async with serving(app, "") as base:
+            got: list[Frame] = []
+            link = SseClientLink(f"{base}/sse")
+            link.start(got.append, lambda why: None, lambda k, t, d: None)
+            for data in (call, cancel, ping):
+                link.send(Frame(data, "c2s"))
+            for _ in range(500):
+                if got:
+                    break
+                await asyncio.sleep(0.02)
+            cancelled.set()
+            events.put_nowait(b"")  # the stream ends
+            await link.aclose(0.5)
         return seen, [f.data for f in got]
 
     seen, got = asyncio.run(main())

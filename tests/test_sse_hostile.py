@@ -14,6 +14,7 @@ from mcptape.proxy.http import sse
 from mcptape.proxy.http.sse import SseParser
 from mcptape.proxy.http.upstream_http import HttpClientLink
 from mcptape.wire.frame import Frame
+from tests.helpers.upstreams import serving
 
 STREAM = (
     b': comment\r\nid: a1\r\nevent: message\r\ndata: {"x":1}\r\n\r\n'
@@ -68,22 +69,17 @@ def _run_link(kind: str) -> tuple[list[Frame], list[tuple[str, Any]]]:
     async def main() -> tuple[list[Frame], list[tuple[str, Any]]]:
         app = web.Application()
         app.router.add_post("/mcp", _endless)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        got: list[Frame] = []
-        events: list[tuple[str, Any]] = []
-        link = HttpClientLink(f"http://127.0.0.1:{port}/mcp?kind={kind}")
-        link.start(got.append, lambda why: None, lambda k, t, d: events.append((k, t)))
-        link.send(Frame(b'{"jsonrpc":"2.0","id":1,"method":"ping"}', "c2s"))
-        for _ in range(500):
-            if got or any(k == "http_stream_dropped" for k, _ in events):
-                break
-            await asyncio.sleep(0.02)
-        await link.aclose(0.5)
-        await runner.cleanup()
+        async with serving(app, "") as base:
+            got: list[Frame] = []
+            events: list[tuple[str, Any]] = []
+            link = HttpClientLink(f"{base}/mcp?kind={kind}")
+            link.start(got.append, lambda why: None, lambda k, t, d: events.append((k, t)))
+            link.send(Frame(b'{"jsonrpc":"2.0","id":1,"method":"ping"}', "c2s"))
+            for _ in range(500):
+                if got or any(k == "http_stream_dropped" for k, _ in events):
+                    break
+                await asyncio.sleep(0.02)
+            await link.aclose(0.5)
         return got, events
 
     return asyncio.run(main())

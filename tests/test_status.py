@@ -47,6 +47,8 @@ def test_labels_say_what_happened() -> None:
     assert status_label("interrupted", -15) == "interrupted (server signal 15)"
     # The gateway or record was stopped and stopped the server: its SIGTERM was mcptape's own.
     assert status_label("interrupted", -15, stopped_by_us=True) == "interrupted"
+    assert status_label("interrupted", 0) == "interrupted"  # it exited when mcptape closed its stdin
+    assert status_label("interrupted", 3) == "interrupted (server exit 3)"
     assert status_label("running", None) == "running"
     assert status_label("running", None, recorder_alive=True) == "running"
     assert status_label("running", None, recorder_alive=False) == "lost"

@@ -61,8 +61,10 @@ def status_label(
         if not server_spoke and exit_code > 0:
             return f"failed (server {words})"
         return f"closed (server {words})"  # the client left; the server's exit was not 0
-    if status == "interrupted" and stopped_by_us:
-        return status  # mcptape was stopped and stopped the server: its signal was ours
+    if status == "interrupted" and (stopped_by_us or exit_code == 0):
+        # mcptape was stopped and stopped the server: it exited 0 when its stdin closed, or
+        # of mcptape's own signal. Neither is news.
+        return status
     if status == "error" and not server_spoke:
         return f"failed (server {words})"
     return f"{text} (server {words})"

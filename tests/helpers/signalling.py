@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from tests.helpers.paths import MCPTAPE
+from tests.helpers.recording import INITIALIZE, INITIALIZED
 
 WAIT_S = 60.0  # bounds on waiting for a line or an exit: a hang fails, never a slow machine
 
@@ -69,21 +70,9 @@ def echo_tape(path: Path, count: int) -> Path:
     def frame(direction: str, message: dict[str, Any]) -> None:
         lines.append(json.dumps({"dir": direction, "t": 0.0, "frame": json.dumps(message)}))
 
-    frame(
-        "c2s",
-        {
-            "jsonrpc": "2.0",
-            "id": 0,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
-    )
+    frame("c2s", INITIALIZE)
     frame("s2c", {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18", "capabilities": {}}})
-    frame("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    frame("c2s", INITIALIZED)
     for i in range(1, count + 1):
         call = {"name": "echo", "arguments": {"message": f"m{i}"}}
         frame("c2s", {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": call})
